@@ -1,0 +1,14 @@
+package openstack
+
+import "errors"
+
+var (
+	// ErrNotFound means the cloud answered definitively that the resource
+	// does not exist. Only this error may lead to deleting anything.
+	ErrNotFound = errors.New("not found in the cloud")
+	// ErrAmbiguous means a lookup by name matched more than one server.
+	ErrAmbiguous = errors.New("several servers match")
+)
+
+// IsNotFound reports whether err is a definitive "does not exist".
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,73 @@
+package openstack
+
+import "time"
+
+// Server status values as Nova reports them.
+const (
+	StatusActive  = "ACTIVE"
+	StatusBuild   = "BUILD"
+	StatusShutoff = "SHUTOFF"
+	StatusDeleted = "DELETED"
+	StatusError   = "ERROR"
+)
+
+// Address types as Nova's OS-EXT-IPS:type reports them.
+const (
+	AddressFixed    = "fixed"
+	AddressFloating = "floating"
+)
+
+// Server is the part of a Nova server Stackward needs.
+type Server struct {
+	ID               string
+	Name             string
+	Status           string
+	TenantID         string
+	FlavorName       string // flavor.original_name (microversion >= 2.47) or the flavor looked up by id
+	AvailabilityZone string
+	AccessIPv4       string
+	AccessIPv6       string
+	// Addresses maps a Neutron network name to the server's addresses on it,
+	// in Nova's order.
+	Addresses  map[string][]ServerAddress
+	Metadata   map[string]string
+	LaunchedAt time.Time
+}
+
+// ServerAddress is one entry of a Nova server's "addresses".
+type ServerAddress struct {
+	Addr    string
+	Version int    // 4 or 6
+	Type    string // AddressFixed or AddressFloating
+	MAC     string
+}
+
+// Port is the part of a Neutron port Stackward needs.
+type Port struct {
+	ID                  string
+	Name                string
+	NetworkID           string
+	DeviceID            string
+	MACAddress          string
+	FixedIPs            []FixedIP
+	AllowedAddressPairs []AddressPair
+}
+
+// FixedIP is one fixed IP of a port.
+type FixedIP struct {
+	SubnetID  string
+	IPAddress string
+}
+
+// AddressPair is one allowed_address_pairs entry of a port.
+type AddressPair struct {
+	IPAddress  string
+	MACAddress string
+}
+
+// ListServersOpts filters a server listing. Empty fields do not filter.
+type ListServersOpts struct {
+	// Name is a regular expression, as Nova interprets it.
+	Name   string
+	Status string
+}
