@@ -1,0 +1,317 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager
+// whose PKI, kubeconfigs and flags kubeadm generated from bootstrap/.
+type ControlPlane struct {
+	// Dir holds the lab's data and process logs.
+	Dir string
+	// Server is the apiserver URL.
+	Server string
+	// CACert is the cluster CA (PEM) that signs kubelet certificates.
+	CACert []byte
+	// BootstrapToken is a kubeadm bootstrap token (id.secret) for joining nodes.
+	BootstrapToken string
+	// AdminConfig is cluster-admin (kubeadm's super-admin.conf).
+	AdminConfig *rest.Config
+	Admin       kubernetes.Interface
+	// StartupTime is how long the control plane took to become ready.
+	StartupTime time.Duration
+
+	procs []*Process
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *ControlPlane
+	sharedErr  error
+)
+
+// SharedControlPlane starts the package's control plane on first use and
+// returns it; it is torn down when the test binary exits (see Main).
+func SharedControlPlane(t testing.TB) *ControlPlane {
+	t.Helper()
+	ToolsDir(t)
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared, sharedErr = StartControlPlane(ctx, os.Getenv("STACKWARD_TOOLS_DIR"))
+	})
+	if sharedErr != nil {
+		t.Fatalf("control plane: %v", sharedErr)
+	}
+	return shared
+}
+
+// StartControlPlane runs kubeadm's certs, kubeconfig, etcd and control-plane
+// phases over bootstrap/init-configuration.yaml (lab addresses substituted),
+// then starts the static pods' commands as processes and waits until ready.
+func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, error) {
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "stackward-lab-")
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Dir: dir, Server: "https://" + ControlPlaneIP + ":6443"}
+	cp.BootstrapToken, err = newBootstrapToken()
+	if err != nil {
+		return nil, err
+	}
+	kubeadm := filepath.Join(toolsDir, "kubeadm")
+	cfgPath := filepath.Join(dir, "kubeadm.yaml")
+	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken); err != nil {
+		return nil, err
+	}
+	for _, phase := range [][]string{{"certs", "all"}, {"kubeconfig", "all"}, {"etcd", "local"}, {"control-plane", "all"}} {
+		args := append([]string{"init", "phase"}, phase...)
+		if _, err := run(kubeadm, append(args, "--config", cfgPath)...); err != nil {
+			return nil, err
+		}
+	}
+	if err := cp.startStaticPods(toolsDir); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	if err := cp.waitReady(ctx); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	superAdmin := filepath.Join(KubernetesDir, "super-admin.conf")
+	// RBAC and the token for TLS bootstrapping: what `kubeadm init` does.
+	if _, err := run(kubeadm, "init", "phase", "bootstrap-token", "--config", cfgPath, "--kubeconfig", superAdmin); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	cp.StartupTime = time.Since(start)
+	return cp, nil
+}
+
+// writeLabKubeadmConfig loads bootstrap/init-configuration.yaml, the file
+// operators use, and replaces only what the lab must: addresses, subnets
+// inside 198.18.0.0/15, the etcd data dir, the join token and a short
+// node-monitor grace period so lifecycle tests are quick.
+func writeLabKubeadmConfig(path, dir, token string) error {
+	src := filepath.Join(RepoRoot(), "bootstrap", "init-configuration.yaml")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var out []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		switch obj["kind"] {
+		case "InitConfiguration":
+			obj["localAPIEndpoint"] = map[string]any{"advertiseAddress": ControlPlaneIP, "bindPort": 6443}
+			reg := mapAt(obj, "nodeRegistration")
+			reg["name"] = "control-plane"
+			// No container runtime in the lab; naming one skips detection.
+			reg["criSocket"] = "unix:///run/containerd/containerd.sock"
+			obj["bootstrapTokens"] = []any{map[string]any{
+				"token": token, "ttl": "2h",
+				"groups": []any{"system:bootstrappers:kubeadm:default-node-token"},
+				"usages": []any{"signing", "authentication"},
+			}}
+		case "ClusterConfiguration":
+			net := mapAt(obj, "networking")
+			net["serviceSubnet"] = "198.19.0.0/17"
+			net["podSubnet"] = "198.19.128.0/17"
+			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
+			cm := mapAt(obj, "controllerManager")
+			args, _ := cm["extraArgs"].([]any)
+			cm["extraArgs"] = append(args,
+				map[string]any{"name": "node-monitor-grace-period", "value": "8s"},
+				map[string]any{"name": "node-monitor-period", "value": "2s"},
+			)
+		}
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		out = append(out, string(b))
+	}
+	return os.WriteFile(path, []byte(strings.Join(out, "---\n")), 0o600)
+}
+
+func mapAt(obj map[string]any, key string) map[string]any {
+	m, ok := obj[key].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		obj[key] = m
+	}
+	return m
+}
+
+// staticPod is the part of a kubeadm static pod manifest we execute.
+type staticPod struct {
+	Spec struct {
+		Containers []struct {
+			Command []string `json:"command"`
+		} `json:"containers"`
+	} `json:"spec"`
+}
+
+func (cp *ControlPlane) startStaticPods(toolsDir string) error {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		manifest := filepath.Join(KubernetesDir, "manifests", name+".yaml")
+		data, err := os.ReadFile(manifest)
+		if err != nil {
+			return err
+		}
+		var pod staticPod
+		if err := yaml.Unmarshal(data, &pod); err != nil {
+			return fmt.Errorf("%s: %w", manifest, err)
+		}
+		if len(pod.Spec.Containers) == 0 || len(pod.Spec.Containers[0].Command) == 0 {
+			return fmt.Errorf("%s: no container command", manifest)
+		}
+		command := pod.Spec.Containers[0].Command
+		p, err := StartProcess(cp.Dir, name, filepath.Join(toolsDir, name), command[1:]...)
+		if err != nil {
+			return err
+		}
+		cp.procs = append(cp.procs, p)
+	}
+	return nil
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(KubernetesDir, "super-admin.conf"))
+	if err != nil {
+		return err
+	}
+	cp.AdminConfig = cfg
+	if cp.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if cp.CACert, err = os.ReadFile(filepath.Join(KubernetesDir, "pki", "ca.crt")); err != nil {
+		return err
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, p := range cp.procs {
+			if done, perr := p.Exited(); done {
+				return false, fmt.Errorf("%s exited: %v\n%s", p.Name, perr, p.Tail(4000))
+			}
+		}
+		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			lastErr = fmt.Errorf("apiserver /readyz: %v: %s", err, body)
+			return false, nil
+		}
+		// The controller manager is ready once it holds its lease.
+		_, err = cp.Admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1GetOptions)
+		if err != nil {
+			lastErr = fmt.Errorf("kube-controller-manager lease: %w", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return errors.Join(err, lastErr)
+	}
+	return nil
+}
+
+// Stop ends every control-plane process and removes the lab's data.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].Stop()
+	}
+	cp.procs = nil
+	if os.Getenv("STACKWARD_E2E_KEEP") == "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
+
+// Logs returns the tails of the control plane's logs, for failure output.
+func (cp *ControlPlane) Logs() string {
+	var b strings.Builder
+	for _, p := range cp.procs {
+		b.WriteString(p.Tail(3000))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// BootstrapKubeconfig writes a kubeconfig that authenticates with the
+// bootstrap token, as `kubeadm join` gives a kubelet.
+func (cp *ControlPlane) BootstrapKubeconfig(path string) error {
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: tls-bootstrap-token-user
+  user:
+    token: %s
+contexts:
+- name: bootstrap
+  context: {cluster: lab, user: tls-bootstrap-token-user}
+current-context: bootstrap
+`, cp.Server, b64(cp.CACert), cp.BootstrapToken)
+	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// RESTConfigForToken is a client identity for a bearer token (e.g. a
+// ServiceAccount token from TokenRequest), trusting the cluster CA.
+func (cp *ControlPlane) RESTConfigForToken(token string) *rest.Config {
+	return &rest.Config{
+		Host:            cp.Server,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CACert},
+	}
+}
+
+// WaitForNode waits until the named Node satisfies cond.
+func (cp *ControlPlane) WaitForNode(ctx context.Context, name string, timeout time.Duration, cond func(*corev1.Node) bool) (*corev1.Node, error) {
+	var node *corev1.Node
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := cp.Admin.CoreV1().Nodes().Get(ctx, name, metav1GetOptions)
+		if err != nil {
+			return false, nil
+		}
+		node = n
+		return cond(n), nil
+	})
+	if err != nil {
+		return node, fmt.Errorf("node %s: %w", name, err)
+	}
+	return node, nil
+}
+
+func newBootstrapToken() (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	buf := make([]byte, 22)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	for i := range buf {
+		buf[i] = alphabet[int(buf[i])%len(alphabet)]
+	}
+	return string(buf[:6]) + "." + string(buf[6:]), nil
+}

@@ -1,0 +1,130 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// NodeOptions describe a hollow kubelet.
+type NodeOptions struct {
+	Name string
+	// IP is the node's address in the lab (see NodeIP); it is put on the
+	// lab's loopback and the kubelet reports it (--node-ip) and serves on it.
+	IP string
+	// ProviderID is optional, as with a real kubelet.
+	ProviderID string
+	// Port is the kubelet's TLS port (default 10250).
+	Port int
+	// ExtraArgs are passed to the hollow kubelet as they are.
+	ExtraArgs []string
+}
+
+// Node is a running hollow kubelet.
+type Node struct {
+	NodeOptions
+	Process *Process
+}
+
+// StartNode starts a hollow kubelet that joins with the bootstrap token, as
+// `kubeadm join` would, and stops it when the test ends.
+func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
+	t.Helper()
+	if opts.Port == 0 {
+		opts.Port = 10250
+	}
+	if err := AddAddress(opts.IP); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bootstrap := filepath.Join(dir, "bootstrap-kubelet.conf")
+	if err := cp.BootstrapKubeconfig(bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--name", opts.Name,
+		"--node-ip", opts.IP,
+		"--port", strconv.Itoa(opts.Port),
+		"--cloud-provider", "external",
+		"--bootstrap-kubeconfig", bootstrap,
+		"--kubeconfig", filepath.Join(dir, "kubelet.conf"),
+		"--root-dir", filepath.Join(dir, "root"),
+		"--node-status-update-frequency", "2s",
+	}
+	if opts.ProviderID != "" {
+		args = append(args, "--provider-id", opts.ProviderID)
+	}
+	args = append(args, opts.ExtraArgs...)
+	p := StartProcessForTest(t, dir, "kubelet-"+opts.Name, Tool(t, "hollow-kubelet"), args...)
+	return &Node{NodeOptions: opts, Process: p}
+}
+
+// Stop powers the node off: its kubelet stops at once.
+func (n *Node) Stop() { n.Process.Kill() }
+
+// ServingCertificate dials the kubelet's TLS port and returns the certificate
+// it presents, verified against the cluster CA for the node's IP.
+func (n *Node) ServingCertificate(ctx context.Context, caPEM []byte) (*x509.Certificate, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no CA certificate in PEM")
+	}
+	d := tls.Dialer{
+		NetDialer: &net.Dialer{Timeout: 5 * time.Second},
+		Config:    &tls.Config{RootCAs: pool, ServerName: n.IP, MinVersion: tls.VersionTLS12},
+	}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(n.IP, strconv.Itoa(n.Port)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("kubelet at %s presented no certificate", n.IP)
+	}
+	return certs[0], nil
+}
+
+// WaitForServingCertificate polls until the kubelet serves a certificate
+// that verifies against the cluster CA for its IP.
+func (n *Node) WaitForServingCertificate(ctx context.Context, caPEM []byte, timeout time.Duration) (*x509.Certificate, error) {
+	var cert *x509.Certificate
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		cert, lastErr = n.ServingCertificate(ctx, caPEM)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate of %s at %s: %w (last: %v)", n.Name, n.IP, err, lastErr)
+	}
+	return cert, nil
+}
+
+// HasTaint reports whether node carries a taint with key.
+func HasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReady reports whether the node's Ready condition is True.
+func IsReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
