@@ -1,0 +1,19 @@
+// Package cloudsim is Stackward's OpenStack API simulator: Keystone v3, Nova,
+// Neutron, Octavia and the Nova metadata service behind one http.Handler.
+//
+// It exists because no OpenStack can run on a developer machine or in CI and the
+// usual per-test fixtures have neither a Keystone catalog nor Octavia's
+// asynchronous state machine. The simulator is held to wire fidelity: the real
+// gophercloud v2 clients (and other OpenStack clients) must work against it
+// unchanged, so the JSON it serves follows what the services return, including
+// version discovery, microversions, pagination links and error bodies.
+//
+// One in-memory state, guarded by one lock, backs every service: a server's
+// addresses in Nova are derived from its Neutron ports, and a load balancer's
+// VIP is a Neutron port, so the services can never disagree with each other.
+//
+// Besides the OpenStack APIs it offers what tests and benchmarks need: a seed
+// file, a Go API and an admin HTTP API to change the cloud at run time, fault
+// injection per service and operation, token revocation and per-operation
+// call counters (also as Prometheus metrics).
+package cloudsim

@@ -1,0 +1,167 @@
+package cloudsim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// FaultRule injects failures into matching API calls, so that tests can
+// check how clients behave when the cloud is slow, down or rate limiting.
+type FaultRule struct {
+	// Service is a catalog service type ("compute", "network",
+	// "load-balancer", "identity") or "*" for all.
+	Service string `json:"service"`
+	// Operation is a counter operation name ("servers.detail",
+	// "ports.list"...) or "*"/"" for every operation of the service. The
+	// load-balancer operation "provisioning" makes Octavia objects end in
+	// provisioning_status ERROR instead of ACTIVE.
+	Operation string `json:"operation,omitempty"`
+	// Status is the HTTP status to answer with (500, 503, 429...); 0 means
+	// no error, only Latency or Hang.
+	Status int `json:"status,omitempty"`
+	// RetryAfter is sent as Retry-After (seconds) with the error.
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
+	// ErrorRate is the fraction of matching calls that fail, in (0,1];
+	// 0 means every matching call fails.
+	ErrorRate float64 `json:"errorRate,omitempty"`
+	// Latency is added to matching calls.
+	Latency time.Duration `json:"latency,omitempty"`
+	// Hang holds matching calls until the client gives up (or the
+	// simulator is closed).
+	Hang bool `json:"hang,omitempty"`
+	// Times limits the rule to that many triggered calls; 0 is unlimited.
+	Times int `json:"times,omitempty"`
+}
+
+type faultState struct {
+	rule FaultRule
+	used int
+}
+
+func (f FaultRule) matches(service, operation string) bool {
+	if f.Service != "*" && f.Service != service {
+		return false
+	}
+	return f.Operation == "" || f.Operation == "*" || f.Operation == operation
+}
+
+// SetFault adds a fault rule; rules accumulate until ClearFaults.
+func (s *Sim) SetFault(rule FaultRule) error {
+	if rule.Service == "" {
+		return fmt.Errorf("fault rule needs a service: %w", errBadInput)
+	}
+	if rule.ErrorRate < 0 || rule.ErrorRate > 1 {
+		return fmt.Errorf("fault error rate %v is not in [0,1]: %w", rule.ErrorRate, errBadInput)
+	}
+	if rule.Status != 0 && (rule.Status < 400 || rule.Status > 599) {
+		return fmt.Errorf("fault status %d is not an HTTP error: %w", rule.Status, errBadInput)
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	s.faults = append(s.faults, &faultState{rule: rule})
+	return nil
+}
+
+// ClearFaults removes every fault rule (not the global latency).
+func (s *Sim) ClearFaults() {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	s.faults = nil
+}
+
+// Faults returns the active fault rules.
+func (s *Sim) Faults() []FaultRule {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	out := make([]FaultRule, 0, len(s.faults))
+	for _, f := range s.faults {
+		out = append(out, f.rule)
+	}
+	return out
+}
+
+// trigger reports whether a matching rule fires for this call, consuming
+// one of its Times, and returns the latency, hang and status to apply.
+func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bool, status int, retryAfter time.Duration) {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	latency = s.latency
+	for _, f := range s.faults {
+		r := f.rule
+		if !r.matches(service, operation) || (r.Times > 0 && f.used >= r.Times) {
+			continue
+		}
+		if r.ErrorRate > 0 && s.rng.Float64() >= r.ErrorRate {
+			continue
+		}
+		f.used++
+		latency += r.Latency
+		if r.Hang {
+			hang = true
+		}
+		if r.Status != 0 && status == 0 {
+			status, retryAfter = r.Status, r.RetryAfter
+		}
+	}
+	return latency, hang, status, retryAfter
+}
+
+// provisioningFails reports whether an Octavia object should end in ERROR.
+func (s *Sim) provisioningFails() bool {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	for _, f := range s.faults {
+		r := f.rule
+		if r.Operation != "provisioning" || !(r.Service == ServiceLoadBalancer || r.Service == "*") ||
+			(r.Times > 0 && f.used >= r.Times) {
+			continue
+		}
+		if r.ErrorRate > 0 && s.rng.Float64() >= r.ErrorRate {
+			continue
+		}
+		f.used++
+		return true
+	}
+	return false
+}
+
+// applyFaults delays, hangs or fails a request; false means it was answered.
+func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
+	latency, hang, status, retryAfter := s.trigger(o.service, o.name)
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return false
+		case <-s.hangCtx.Done():
+			t.Stop()
+		}
+	}
+	if hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.hangCtx.Done():
+		}
+		serviceError(w, o.service, http.StatusServiceUnavailable, "the simulator was stopped while the request hung")
+		return false
+	}
+	if status != 0 {
+		if retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
+		}
+		serviceError(w, o.service, status, fmt.Sprintf("injected fault: %s %s", o.service, o.name))
+		return false
+	}
+	return true
+}
+
+// RevokeTokens invalidates every issued token; clients must re-authenticate.
+func (s *Sim) RevokeTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.tokens = map[string]*token{}
+}

@@ -1,0 +1,482 @@
+package cloudsim
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Nova (compute v2.1): servers, flavors, availability zones and interface
+// attachments, with Nova's filters, marker pagination and microversions.
+
+const novaMaxLimit = 1000
+
+func (s *Sim) routesCompute(mux *http.ServeMux) {
+	p := "/compute/v2.1"
+	h := func(pattern, name string, fn http.HandlerFunc) {
+		method, path, _ := strings.Cut(pattern, " ")
+		s.handle(mux, method+" "+p+path, op{service: ServiceCompute, name: name}, s.withMicroversion(fn))
+	}
+	h("GET /servers", "servers.list", s.listServers(false))
+	h("GET /servers/detail", "servers.detail", s.listServers(true))
+	h("GET /servers/{id}", "servers.get", s.getServer)
+	h("POST /servers", "servers.create", s.novaCreateServer)
+	h("DELETE /servers/{id}", "servers.delete", s.novaDeleteServer)
+	h("POST /servers/{id}/action", "servers.action", s.serverAction)
+	h("GET /servers/{id}/metadata", "servers.metadata", s.serverMetadata)
+	h("GET /servers/{id}/os-interface", "interfaces.list", s.listInterfaces)
+	h("GET /servers/{id}/os-interface/{port}", "interfaces.get", s.getInterface)
+	h("POST /servers/{id}/os-interface", "interfaces.create", s.attachInterface)
+	h("DELETE /servers/{id}/os-interface/{port}", "interfaces.delete", s.detachInterface)
+	h("GET /flavors", "flavors.list", s.listFlavors(false))
+	h("GET /flavors/detail", "flavors.detail", s.listFlavors(true))
+	h("GET /flavors/{id}", "flavors.get", s.getFlavor)
+	h("GET /os-availability-zone", "availability-zones.list", s.listAZs)
+	h("GET /os-availability-zone/detail", "availability-zones.detail", s.listAZs)
+}
+
+type mvKey struct{}
+
+// withMicroversion validates the requested microversion and echoes it.
+func (s *Sim) withMicroversion(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		mv, ok := novaMicroversion(r)
+		if !ok {
+			novaError(w, http.StatusNotAcceptable, "Version %d.%d is not supported by the API. Minimum is 2.1 and maximum is %s.", mv.major, mv.minor, novaMaxMicroversion)
+			return
+		}
+		v := strconv.Itoa(mv.major) + "." + strconv.Itoa(mv.minor)
+		w.Header().Set("X-OpenStack-Nova-API-Version", v)
+		w.Header().Set("OpenStack-API-Version", "compute "+v)
+		w.Header().Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+		r.Header.Set("X-Cloudsim-MV", v)
+		fn(w, r)
+	}
+}
+
+func mvOf(r *http.Request) microversion {
+	mv, _ := novaMicroversion(r)
+	return mv
+}
+
+// visible reports whether the token's project may see a server; admins
+// listing with all_tenants see all (every simulated user may).
+func visible(r *http.Request, sv *server) bool {
+	if r.URL.Query().Get("all_tenants") != "" {
+		return true
+	}
+	t := tokenFrom(r)
+	return t != nil && t.Project != nil && t.Project.ID == sv.ProjectID
+}
+
+func (s *Sim) listServers(detail bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit := novaMaxLimit
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 {
+				novaError(w, http.StatusBadRequest, "Invalid input for query parameters limit. Value: %s.", l)
+				return
+			}
+			limit = min(n, novaMaxLimit)
+		}
+		var nameRE, ipRE *regexp.Regexp
+		var err error
+		if n := q.Get("name"); n != "" {
+			if nameRE, err = regexp.Compile(n); err != nil {
+				novaError(w, http.StatusBadRequest, "Invalid input for query parameters name: %v", err)
+				return
+			}
+		}
+		if n := q.Get("ip"); n != "" {
+			if ipRE, err = regexp.Compile(n); err != nil {
+				novaError(w, http.StatusBadRequest, "Invalid input for query parameters ip: %v", err)
+				return
+			}
+		}
+		status := strings.ToUpper(q.Get("status"))
+		var since time.Time
+		if cs := q.Get("changes-since"); cs != "" {
+			if since, err = time.Parse(time.RFC3339, cs); err != nil {
+				novaError(w, http.StatusBadRequest, "Invalid input for query parameters changes-since.")
+				return
+			}
+		}
+		base := baseURL(r)
+		mv := mvOf(r)
+
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		st := s.state
+		// Nova lists newest first.
+		start := st.servers.len() - 1
+		if m := q.Get("marker"); m != "" {
+			pos, ok := st.servers.pos[m]
+			if !ok {
+				novaError(w, http.StatusBadRequest, "marker [%s] not found", m)
+				return
+			}
+			start = pos - 1
+		}
+		var fips map[string][]*floatingIP
+		if detail || ipRE != nil {
+			fips = st.fipIndex()
+		}
+		flavorID := q.Get("flavor")
+		az := q.Get("availability_zone")
+		out := make([]any, 0, min(limit, 64))
+		last := ""
+		for i := start; i >= 0 && len(out) < limit; i-- {
+			sv := st.servers.byID[st.servers.order[i]]
+			if !visible(r, sv) || (nameRE != nil && !nameRE.MatchString(sv.Name)) ||
+				(status != "" && sv.Status != status) || (flavorID != "" && sv.FlavorID != flavorID) ||
+				(az != "" && sv.AZ != az) || (!since.IsZero() && sv.Updated.Before(since)) {
+				continue
+			}
+			if ipRE != nil && !matchesIP(st.addresses(sv, fips), ipRE) {
+				continue
+			}
+			if detail {
+				out = append(out, s.serverView(sv, base, mv, fips))
+			} else {
+				out = append(out, map[string]any{"id": sv.ID, "name": sv.Name, "links": s.serverLinks(base, sv.ID)})
+			}
+			last = sv.ID
+		}
+		body := map[string]any{"servers": out}
+		if len(out) == limit && limit > 0 {
+			nq := url.Values{}
+			for k, v := range q {
+				nq[k] = v
+			}
+			nq.Set("limit", strconv.Itoa(limit))
+			nq.Set("marker", last)
+			body["servers_links"] = []any{link(base+r.URL.Path+"?"+nq.Encode(), "next")}
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+func matchesIP(addrs []Address, re *regexp.Regexp) bool {
+	for _, a := range addrs {
+		if a.Type == "fixed" && re.MatchString(a.IP) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverFor returns a visible server or writes Nova's 404.
+func (s *Sim) serverFor(w http.ResponseWriter, r *http.Request) *server {
+	id := r.PathValue("id")
+	sv, ok := s.state.servers.get(id)
+	if !ok || !visible(r, sv) && !sameProject(r, sv) {
+		novaError(w, http.StatusNotFound, "Instance %s could not be found.", id)
+		return nil
+	}
+	return sv
+}
+
+func sameProject(r *http.Request, sv *server) bool {
+	t := tokenFrom(r)
+	return t != nil && t.Project != nil && t.Project.ID == sv.ProjectID
+}
+
+func (s *Sim) getServer(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sv := s.serverFor(w, r); sv != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"server": s.serverView(sv, baseURL(r), mvOf(r), nil)})
+	}
+}
+
+func (s *Sim) serverMetadata(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sv := s.serverFor(w, r); sv != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"metadata": sv.Metadata})
+	}
+}
+
+func (s *Sim) novaDeleteServer(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sv := s.serverFor(w, r); sv != nil {
+		_ = s.state.deleteServer(sv.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (s *Sim) serverAction(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := decodeBody(r, &body); err != nil {
+		novaError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.serverFor(w, r)
+	if sv == nil {
+		return
+	}
+	vm, _ := vmState(sv.Status)
+	conflict := func(action string) {
+		novaError(w, http.StatusConflict, "Cannot '%s' instance %s while it is in vm_state %s", action, sv.ID, vm)
+	}
+	switch {
+	case has(body, "os-stop"):
+		if sv.Status != "ACTIVE" {
+			conflict("stop")
+			return
+		}
+		sv.Status = "SHUTOFF"
+	case has(body, "os-start"):
+		if sv.Status != "SHUTOFF" {
+			conflict("start")
+			return
+		}
+		sv.Status = "ACTIVE"
+	case has(body, "reboot"):
+		if sv.Status != "ACTIVE" && sv.Status != "SHUTOFF" {
+			conflict("reboot")
+			return
+		}
+		sv.Status = "ACTIVE"
+	default:
+		novaError(w, http.StatusBadRequest, "There is no such action: %v", keys(body))
+		return
+	}
+	sv.Updated = time.Now().UTC()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+type novaCreateReq struct {
+	Server struct {
+		Name      string            `json:"name"`
+		FlavorRef string            `json:"flavorRef"`
+		AZ        string            `json:"availability_zone"`
+		Metadata  map[string]string `json:"metadata"`
+		KeyName   string            `json:"key_name"`
+		UserData  string            `json:"user_data"`
+		AccessV4  string            `json:"accessIPv4"`
+		AccessV6  string            `json:"accessIPv6"`
+		Networks  any               `json:"networks"`
+	} `json:"server"`
+}
+
+func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
+	var req novaCreateReq
+	if err := decodeBody(r, &req); err != nil {
+		novaError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	t := tokenFrom(r)
+	sp := ServerSpec{Name: req.Server.Name, Flavor: req.Server.FlavorRef, AZ: req.Server.AZ, Metadata: req.Server.Metadata,
+		KeyName: req.Server.KeyName, UserData: req.Server.UserData, AccessIPv4: req.Server.AccessV4,
+		AccessIPv6: req.Server.AccessV6, Status: "BUILD"}
+	if t.Project != nil {
+		sp.Project = t.Project.ID
+	}
+	if nets, ok := req.Server.Networks.([]any); ok {
+		for _, n := range nets {
+			m, _ := n.(map[string]any)
+			id, _ := m["uuid"].(string)
+			ip, _ := m["fixed_ip"].(string)
+			sp.NICs = append(sp.NICs, NICSpec{Network: id, FixedIP: ip})
+		}
+	}
+	s.mu.Lock()
+	if err := s.checkSpecLocked(sp); err != nil {
+		s.mu.Unlock()
+		novaError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	sv, err := s.state.createServer(sp)
+	s.mu.Unlock()
+	if err != nil {
+		novaError(w, statusFor(err), "%v", err)
+		return
+	}
+	id := sv.ID
+	time.AfterFunc(s.opts.BuildDelay, func() { _ = s.finishBuild(id) })
+	writeJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{
+		"id": id, "links": s.serverLinks(baseURL(r), id), "OS-DCF:diskConfig": "MANUAL",
+		"security_groups": []any{map[string]any{"name": "default"}}, "adminPass": "cloudsim",
+	}})
+}
+
+func (s *Sim) finishBuild(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sv, ok := s.state.servers.get(id); ok && sv.Status == "BUILD" {
+		sv.Status = "ACTIVE"
+		sv.Launched = time.Now().UTC()
+		sv.Updated = sv.Launched
+	}
+	return nil
+}
+
+// statusFor maps state errors to HTTP status codes.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, errNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errConflict), errors.Is(err, errExhausted):
+		return http.StatusConflict
+	default:
+		return http.StatusBadRequest
+	}
+}
+
+func (s *Sim) listInterfaces(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sv := s.serverFor(w, r)
+	if sv == nil {
+		return
+	}
+	out := []any{}
+	for _, p := range s.state.serverPorts(sv) {
+		out = append(out, s.interfaceView(p))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachments": out})
+}
+
+func (s *Sim) getInterface(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sv := s.serverFor(w, r)
+	if sv == nil {
+		return
+	}
+	for _, p := range s.state.serverPorts(sv) {
+		if p.ID == r.PathValue("port") {
+			writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": s.interfaceView(p)})
+			return
+		}
+	}
+	novaError(w, http.StatusNotFound, "Instance %s is not attached.", sv.ID)
+}
+
+func (s *Sim) attachInterface(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		A struct {
+			NetID    string `json:"net_id"`
+			PortID   string `json:"port_id"`
+			FixedIPs []struct {
+				IP string `json:"ip_address"`
+			} `json:"fixed_ips"`
+		} `json:"interfaceAttachment"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		novaError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.serverFor(w, r)
+	if sv == nil {
+		return
+	}
+	st := s.state
+	var p *port
+	if req.A.PortID != "" {
+		pp, ok := st.ports.get(req.A.PortID)
+		if !ok {
+			novaError(w, http.StatusNotFound, "Port %s could not be found.", req.A.PortID)
+			return
+		}
+		if pp.DeviceID != "" {
+			novaError(w, http.StatusConflict, "Port %s is still in use.", pp.ID)
+			return
+		}
+		st.setPortDevice(pp, sv.ID)
+		pp.DeviceOwner, pp.Status = "compute:"+sv.AZ, "ACTIVE"
+		p = pp
+	} else {
+		nic := NICSpec{Network: req.A.NetID}
+		if len(req.A.FixedIPs) > 0 {
+			nic.FixedIP = req.A.FixedIPs[0].IP
+		}
+		if err := st.addNIC(sv, nic); err != nil {
+			novaError(w, statusFor(err), "%v", err)
+			return
+		}
+		ids := st.portsByDev[sv.ID]
+		p = st.ports.byID[ids[len(ids)-1]]
+	}
+	sv.Updated = time.Now().UTC()
+	writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": s.interfaceView(p)})
+}
+
+func (s *Sim) detachInterface(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.serverFor(w, r)
+	if sv == nil {
+		return
+	}
+	for _, p := range s.state.serverPorts(sv) {
+		if p.ID == r.PathValue("port") {
+			s.state.deletePort(p.ID)
+			sv.Updated = time.Now().UTC()
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+	}
+	novaError(w, http.StatusNotFound, "Port %s is not attached", r.PathValue("port"))
+}
+
+func (s *Sim) listFlavors(detail bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		out := []any{}
+		for _, fl := range s.state.flavors.all() {
+			out = append(out, s.flavorView(fl, baseURL(r), mvOf(r), detail))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
+	}
+}
+
+func (s *Sim) getFlavor(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fl, ok := s.state.flavors.get(r.PathValue("id"))
+	if !ok {
+		novaError(w, http.StatusNotFound, "Flavor %s could not be found.", r.PathValue("id"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flavor": s.flavorView(fl, baseURL(r), mvOf(r), true)})
+}
+
+func (s *Sim) listAZs(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	detail := strings.HasSuffix(r.URL.Path, "/detail")
+	out := []any{}
+	for _, az := range s.state.azs {
+		var hosts any
+		if detail {
+			hosts = map[string]any{"cloudsim-" + az: map[string]any{"nova-compute": map[string]any{
+				"available": true, "active": true, "updated_at": fmtTime(time.Now(), isoMicros)}}}
+		}
+		out = append(out, map[string]any{"zoneName": az, "zoneState": map[string]any{"available": true}, "hosts": hosts})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": out})
+}

@@ -1,0 +1,177 @@
+package cloudsim
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Nova's JSON views. The shape depends on the requested microversion, as in
+// Nova: from 2.47 the server's flavor is embedded (with original_name)
+// instead of referenced by ID.
+
+type microversion struct{ major, minor int }
+
+func (m microversion) atLeast(minor int) bool {
+	return m.major > 2 || (m.major == 2 && m.minor >= minor)
+}
+
+// novaMicroversion reads X-OpenStack-Nova-API-Version or OpenStack-API-Version
+// ("compute 2.47"); no header means 2.1, "latest" the maximum.
+func novaMicroversion(r *http.Request) (microversion, bool) {
+	v := r.Header.Get("X-OpenStack-Nova-API-Version")
+	if v == "" {
+		if h := r.Header.Get("OpenStack-API-Version"); h != "" {
+			f := strings.Fields(h)
+			if len(f) == 2 && strings.EqualFold(f[0], "compute") {
+				v = f[1]
+			}
+		}
+	}
+	if v == "" {
+		return microversion{2, 1}, true
+	}
+	if strings.EqualFold(v, "latest") {
+		v = novaMaxMicroversion
+	}
+	maj, min, ok := strings.Cut(v, ".")
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(min)
+	if !ok || err1 != nil || err2 != nil {
+		return microversion{}, false
+	}
+	mv := microversion{a, b}
+	maxMinor, _ := strconv.Atoi(strings.TrimPrefix(novaMaxMicroversion, "2."))
+	if a != 2 || b < 1 || b > maxMinor {
+		return mv, false
+	}
+	return mv, true
+}
+
+func vmState(status string) (vm string, power int) {
+	switch status {
+	case "ACTIVE":
+		return "active", 1
+	case "SHUTOFF":
+		return "stopped", 4
+	case "BUILD":
+		return "building", 0
+	case "PAUSED":
+		return "paused", 3
+	case "SUSPENDED":
+		return "suspended", 4
+	default:
+		return "error", 0
+	}
+}
+
+func (s *Sim) serverLinks(base, id string) []any {
+	return []any{
+		link(base+computePrefix+"/v2.1/servers/"+id, "self"),
+		link(base+computePrefix+"/servers/"+id, "bookmark"),
+	}
+}
+
+// serverView renders one server in Nova's detail form.
+func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[string][]*floatingIP) map[string]any {
+	st := s.state
+	addrs := map[string][]any{}
+	for _, a := range st.addresses(sv, fips) {
+		addrs[a.Network] = append(addrs[a.Network], map[string]any{
+			"addr": a.IP, "version": a.Version, "OS-EXT-IPS:type": a.Type, "OS-EXT-IPS-MAC:mac_addr": a.MAC,
+		})
+	}
+	vm, power := vmState(sv.Status)
+	var launched any
+	if !sv.Launched.IsZero() {
+		launched = fmtTime(sv.Launched, isoMicros)
+	}
+	var keyName any
+	if sv.KeyName != "" {
+		keyName = sv.KeyName
+	}
+	v := map[string]any{
+		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
+		"metadata": sv.Metadata, "hostId": sv.HostID, "created": fmtTime(sv.Created, isoSeconds),
+		"updated": fmtTime(sv.Updated, isoSeconds), "addresses": addrs, "accessIPv4": sv.AccessIPv4,
+		"accessIPv6": sv.AccessIPv6, "links": s.serverLinks(base, sv.ID), "progress": 0,
+		"image": map[string]any{"id": "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001",
+			"links": []any{link(base+computePrefix+"/images/5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001", "bookmark")}},
+		"flavor":                               s.serverFlavor(sv.FlavorID, base, mv),
+		"OS-DCF:diskConfig":                    "MANUAL",
+		"OS-EXT-AZ:availability_zone":          sv.AZ,
+		"OS-EXT-STS:task_state":                nil,
+		"OS-EXT-STS:vm_state":                  vm,
+		"OS-EXT-STS:power_state":               power,
+		"OS-SRV-USG:launched_at":               launched,
+		"OS-SRV-USG:terminated_at":             nil,
+		"OS-EXT-SRV-ATTR:host":                 "cloudsim-" + sv.AZ,
+		"OS-EXT-SRV-ATTR:hypervisor_hostname":  "cloudsim-" + sv.AZ,
+		"OS-EXT-SRV-ATTR:instance_name":        "instance-" + sv.ID[:8],
+		"os-extended-volumes:volumes_attached": []any{},
+		"security_groups":                      []any{map[string]any{"name": "default"}},
+		"key_name":                             keyName,
+		"config_drive":                         "",
+		"locked":                               false,
+	}
+	if mv.atLeast(26) {
+		v["tags"] = []string{}
+	}
+	if mv.atLeast(19) {
+		v["description"] = nil
+	}
+	return v
+}
+
+func (s *Sim) serverFlavor(id, base string, mv microversion) map[string]any {
+	fl, ok := s.state.flavors.get(id)
+	if !mv.atLeast(47) {
+		return map[string]any{"id": id, "links": []any{link(base+computePrefix+"/flavors/"+id, "bookmark")}}
+	}
+	if !ok {
+		return map[string]any{"original_name": "deleted", "vcpus": 0, "ram": 0, "disk": 0, "ephemeral": 0, "swap": 0}
+	}
+	es := fl.ExtraSpecs
+	if es == nil {
+		es = map[string]string{}
+	}
+	return map[string]any{"original_name": fl.Name, "vcpus": fl.VCPUs, "ram": fl.RAM, "disk": fl.Disk,
+		"ephemeral": fl.Ephemeral, "swap": fl.Swap, "extra_specs": es}
+}
+
+func (s *Sim) flavorView(fl *flavor, base string, mv microversion, detail bool) map[string]any {
+	v := map[string]any{"id": fl.ID, "name": fl.Name, "links": []any{
+		link(base+computePrefix+"/v2.1/flavors/"+fl.ID, "self"), link(base+computePrefix+"/flavors/"+fl.ID, "bookmark"),
+	}}
+	if mv.atLeast(55) {
+		v["description"] = nil
+	}
+	if !detail {
+		return v
+	}
+	var swap any = ""
+	if fl.Swap != 0 || mv.atLeast(75) {
+		swap = fl.Swap
+	}
+	v["ram"], v["vcpus"], v["disk"], v["swap"] = fl.RAM, fl.VCPUs, fl.Disk, swap
+	v["OS-FLV-EXT-DATA:ephemeral"] = fl.Ephemeral
+	v["OS-FLV-DISABLED:disabled"] = false
+	v["os-flavor-access:is_public"] = true
+	v["rxtx_factor"] = 1.0
+	if mv.atLeast(61) {
+		es := fl.ExtraSpecs
+		if es == nil {
+			es = map[string]string{}
+		}
+		v["extra_specs"] = es
+	}
+	return v
+}
+
+func (s *Sim) interfaceView(p *port) map[string]any {
+	var ips []any
+	for _, f := range p.FixedIPs {
+		ips = append(ips, map[string]any{"subnet_id": f.SubnetID, "ip_address": f.IP})
+	}
+	return map[string]any{"port_state": p.Status, "port_id": p.ID, "net_id": p.NetworkID, "mac_addr": p.MAC, "fixed_ips": ips}
+}
