@@ -1,0 +1,209 @@
+package approver
+
+import (
+	"context"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"errors"
+	"strings"
+	"testing"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func basicConstraints(t *testing.T, isCA bool) pkix.Extension {
+	t.Helper()
+	v, err := asn1.Marshal(struct {
+		IsCA bool `asn1:"optional"`
+	}{isCA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkix.Extension{Id: oidBasicConstraints, Critical: true, Value: v}
+}
+
+func tamper(t *testing.T, s csrSpec) []byte {
+	t.Helper()
+	block, _ := pem.Decode(csrPEM(t, s))
+	block.Bytes[len(block.Bytes)-3] ^= 0xff // inside the signature
+	return pem.EncodeToMemory(block)
+}
+
+// TestMaliciousRequestsAreNeverApproved is the approver's promise: each of
+// these requests is denied, for the reason given, and never approved.
+func TestMaliciousRequestsAreNeverApproved(t *testing.T) {
+	a := func(s csrSpec) csrSpec {
+		s.node = orDefault(s.node, "node-a")
+		if s.ips == nil {
+			s.ips = []string{"10.0.0.10"}
+		}
+		return s
+	}
+	tests := []struct {
+		name   string
+		spec   csrSpec
+		nodes  []*corev1.Node
+		reason string
+		inMsg  string // the message names the offending value
+	}{
+		{name: "IP of another server is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.11"}}), reason: ReasonIPNotOfInstance, inMsg: "10.0.0.11"},
+		{name: "floating IP of another server is denied", spec: a(csrSpec{ips: []string{"198.18.0.11"}}), reason: ReasonIPNotOfInstance, inMsg: "198.18.0.11"},
+		{name: "loopback IP is denied", spec: a(csrSpec{ips: []string{"127.0.0.1"}}), reason: ReasonIPNotOfInstance, inMsg: "10.0.0.10, 198.18.0.10"},
+		{name: "IPv6 address the cloud never reported is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "fd00::10"}}), reason: ReasonIPNotOfInstance, inMsg: "fd00::10"},
+		{name: "wildcard DNS name is denied", spec: a(csrSpec{dns: []string{"*.cluster.example"}}), reason: ReasonForbiddenDNSName, inMsg: "*.cluster.example"},
+		{name: "kubernetes.default is denied", spec: a(csrSpec{dns: []string{"node-a", "kubernetes.default"}}), reason: ReasonForbiddenDNSName, inMsg: "kubernetes.default"},
+		{name: "Kubernetes in capitals is denied", spec: a(csrSpec{dns: []string{"KUBERNETES"}}), reason: ReasonForbiddenDNSName},
+		{name: "email SAN is denied", spec: a(csrSpec{emails: []string{"root@node-a"}}), reason: ReasonDisallowedSAN, inMsg: "root@node-a"},
+		{name: "URI SAN is denied", spec: a(csrSpec{uris: []string{"spiffe://cluster/ns/kube-system/sa/admin"}}), reason: ReasonDisallowedSAN, inMsg: "spiffe://"},
+		{name: "client auth usage added is denied", spec: a(csrSpec{usages: append(usagesECDSA, certificatesv1.UsageClientAuth)}), reason: ReasonDisallowedUsages, inMsg: "client auth"},
+		{name: "server auth missing is denied", spec: a(csrSpec{usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}}), reason: ReasonDisallowedUsages},
+		{name: "cert sign usage is denied", spec: a(csrSpec{usages: append(usagesECDSA, certificatesv1.UsageCertSign)}), reason: ReasonDisallowedUsages},
+		{name: "key encipherment with an ECDSA key is denied", spec: a(csrSpec{usages: usagesRSA}), reason: ReasonDisallowedUsages, inMsg: "ECDSA"},
+		{name: "CA:true basic constraints is denied", spec: a(csrSpec{exts: []pkix.Extension{basicConstraints(t, true)}}), reason: ReasonCARequested, inMsg: "CA:true"},
+		{name: "basic constraints CA:false is denied too", spec: a(csrSpec{exts: []pkix.Extension{basicConstraints(t, false)}}), reason: ReasonCARequested},
+		{name: "name constraints extension is denied", spec: a(csrSpec{exts: []pkix.Extension{{Id: oidNameConstraints, Value: []byte{0x30, 0x00}}}}), reason: ReasonCARequested},
+		{name: "CN different from the username is denied", spec: a(csrSpec{cn: ptr("system:node:node-x")}), reason: ReasonSubjectMismatch, inMsg: "system:node:node-x"},
+		{name: "O missing is denied", spec: a(csrSpec{noOrg: true}), reason: ReasonSubjectMismatch},
+		{name: "O with an extra group is denied", spec: a(csrSpec{org: []string{nodesGroup, "system:masters"}}), reason: ReasonSubjectMismatch, inMsg: "system:masters"},
+		{name: "O with another group is denied", spec: a(csrSpec{org: []string{"system:masters"}}), reason: ReasonSubjectMismatch},
+		{name: "non-node requestor is denied", spec: a(csrSpec{username: ptr("alice"), cn: ptr("alice")}), reason: ReasonNotNodeRequestor, inMsg: "alice"},
+		{name: "node user outside system:nodes is denied", spec: a(csrSpec{groups: []string{"system:authenticated"}}), reason: ReasonNotNodeRequestor},
+		{name: "empty node name is denied", spec: a(csrSpec{username: ptr("system:node:"), cn: ptr("system:node:")}), reason: ReasonNotNodeRequestor},
+		{name: "node A asking as node B is denied", spec: a(csrSpec{cn: ptr("system:node:node-b"), ips: []string{"10.0.0.11"}, dns: []string{"node-b"}}), reason: ReasonSubjectMismatch, inMsg: "node-b"},
+		{name: "node A asking for node B's name is denied", spec: a(csrSpec{dns: []string{"node-b"}}), reason: ReasonDNSNameNotOfInstance, inMsg: "node-b"},
+		{name: "DNS name with an unconfigured suffix is denied", spec: a(csrSpec{dns: []string{"node-a.evil.example"}}), reason: ReasonDNSNameNotOfInstance, inMsg: "node-a.evil.example"},
+		{name: "RSA 1024 key is denied", spec: a(csrSpec{key: "rsa1024"}), reason: ReasonWeakKey, inMsg: "1024"},
+		{name: "ECDSA P-224 key is denied", spec: a(csrSpec{key: "p224"}), reason: ReasonWeakKey, inMsg: "P-224"},
+		{name: "expiration over the maximum is denied", spec: a(csrSpec{expiration: ptr(int32(72 * 3600))}), reason: ReasonExpirationTooLong, inMsg: "259200"},
+		{name: "garbage PEM is denied", spec: a(csrSpec{raw: []byte("not a certificate request")}), reason: ReasonInvalidRequest},
+		{name: "a PEM certificate instead of a request is denied", spec: a(csrSpec{raw: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")}), reason: ReasonInvalidRequest},
+		{name: "DER garbage inside PEM is denied", spec: a(csrSpec{raw: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{0x30, 0x03, 0x02, 0x01}})}), reason: ReasonInvalidRequest},
+		{name: "a request with a broken signature is denied", spec: a(csrSpec{raw: tamper(t, a(csrSpec{}))}), reason: ReasonInvalidRequest, inMsg: "signature"},
+		{name: "no SANs at all is denied", spec: csrSpec{node: "node-a", ips: []string{}}, reason: ReasonNoIPSAN},
+		{name: "DNS names without an IP are denied", spec: csrSpec{node: "node-a", ips: []string{}, dns: []string{"node-a"}}, reason: ReasonNoIPSAN},
+		{name: "unknown node is denied", spec: a(csrSpec{node: "node-x"}), reason: ReasonInstanceNotFound, inMsg: `no instance named "node-x"`},
+		{name: "unknown provider ID is denied", spec: a(csrSpec{}), nodes: []*corev1.Node{node("node-a", "openstack:///id-gone")}, reason: ReasonInstanceNotFound, inMsg: "openstack:///id-gone"},
+		{name: "deleted server is denied", spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, reason: ReasonInstanceDeleted, inMsg: "id-dead"},
+		{name: "ambiguous server name is denied", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, reason: ReasonInstanceAmbiguous, inMsg: "twin"},
+		{name: "node whose providerID points at another server is denied", spec: a(csrSpec{ips: []string{"10.0.0.11"}}), nodes: []*corev1.Node{node("node-a", "openstack:///id-b")}, reason: ReasonInstanceNameMismatch, inMsg: "id-b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEvaluator(testCloud(), nodeGetter(tt.nodes...), nil, testPolicy)
+			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
+			if err != nil {
+				t.Fatalf("Evaluate: unexpected error %v (a malformed request is a decision, not an error)", err)
+			}
+			if d.Verdict != Deny || d.Reason != tt.reason {
+				t.Fatalf("got %s/%s (%s), want deny/%s", d.Verdict, d.Reason, d.Message, tt.reason)
+			}
+			if !strings.Contains(d.Message, tt.inMsg) {
+				t.Errorf("message %q does not name %q", d.Message, tt.inMsg)
+			}
+		})
+	}
+	if len(tests) < 25 {
+		t.Fatalf("only %d malicious requests; the acceptance asks for at least 25", len(tests))
+	}
+}
+
+func TestGoodRequestsAreApproved(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  csrSpec
+		nodes []*corev1.Node
+		inMsg []string
+	}{
+		{name: "RSA 2048 with key encipherment is approved", spec: csrSpec{node: "node-a", key: "rsa2048", ips: []string{"10.0.0.10"}, dns: []string{"node-a"}}, inMsg: []string{"id-a", "10.0.0.10", `name "node-a"`}},
+		{name: "ECDSA P-256 without key encipherment is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10", "198.18.0.10"}}, inMsg: []string{"198.18.0.10"}},
+		{name: "ECDSA P-384 is approved", spec: csrSpec{node: "node-a", key: "p384", ips: []string{"198.18.0.10"}}},
+		{name: "Ed25519 is approved", spec: csrSpec{node: "node-a", key: "ed25519", ips: []string{"10.0.0.10"}}},
+		{name: "RSA 2048 without key encipherment is approved", spec: csrSpec{node: "node-a", key: "rsa2048", usages: usagesECDSA, ips: []string{"10.0.0.10"}}},
+		{name: "configured DNS suffix is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}, dns: []string{"node-a.cluster.example", "NODE-A"}}},
+		{name: "found by provider ID when the Node has one", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, nodes: []*corev1.Node{node("node-a", "openstack:///id-a")}, inMsg: []string{"provider ID openstack:///id-a"}},
+		{name: "a Node without provider ID is found by name", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, nodes: []*corev1.Node{node("node-a", "")}, inMsg: []string{`name "node-a"`}},
+		{name: "a shut off server still exists", spec: csrSpec{node: "node-off", ips: []string{"10.0.0.12"}}},
+		{name: "expiration within the maximum is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}, expiration: ptr(int32(3600))}},
+		{name: "node name in other case than the server name is approved", spec: csrSpec{node: "node-caps", ips: []string{"10.0.0.16"}, dns: []string{"Node-Caps"}}, nodes: []*corev1.Node{node("node-caps", "openstack:///id-Caps")}},
+		{name: "FQDN node name with a configured suffix is approved", spec: csrSpec{node: "node-a.cluster.example", ips: []string{"10.0.0.10"}}, nodes: []*corev1.Node{node("node-a.cluster.example", "openstack:///id-a")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEvaluator(testCloud(), nodeGetter(tt.nodes...), nil, testPolicy)
+			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			if d.Verdict != Approve || d.Reason != ReasonVerified {
+				t.Fatalf("got %s/%s (%s), want approve/%s", d.Verdict, d.Reason, d.Message, ReasonVerified)
+			}
+			for _, want := range tt.inMsg {
+				if !strings.Contains(d.Message, want) {
+					t.Errorf("message %q does not say %q", d.Message, want)
+				}
+			}
+		})
+	}
+}
+
+func TestUndecidableRequestsAreLeftAlone(t *testing.T) {
+	cloudDown := testCloud()
+	cloudDown.err = errors.New("connection refused")
+	failingNodes := func(context.Context, string) (*corev1.Node, error) { return nil, errors.New("apiserver timeout") }
+	tests := []struct {
+		name  string
+		cloud *fakeCloud
+		nodes NodeGetter
+		spec  csrSpec
+		want  string
+	}{
+		{name: "cloud error is no decision", cloud: cloudDown, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, want: "connection refused"},
+		{name: "cloud error for an unknown node is no decision either", cloud: cloudDown, spec: csrSpec{node: "node-x", ips: []string{"10.0.0.10"}}, want: "connection refused"},
+		{name: "apiserver error reading the Node is no decision", cloud: testCloud(), nodes: failingNodes, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, want: "apiserver timeout"},
+		{name: "an address the cloud reports that is not an IP is no decision", cloud: testCloud(), spec: csrSpec{node: "node-bad", ips: []string{"10.0.0.66"}}, want: "not-an-ip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEvaluator(tt.cloud, tt.nodes, nil, testPolicy)
+			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got decision %s/%s and error %v, want an error containing %q", d.Verdict, d.Reason, err, tt.want)
+			}
+			if d.Verdict != Continue {
+				t.Errorf("an error came with verdict %s", d.Verdict)
+			}
+		})
+	}
+}
+
+func TestOtherSignersAreIgnored(t *testing.T) {
+	cloud := testCloud()
+	e := NewEvaluator(cloud, nil, nil, testPolicy)
+	for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeAPIServerClientSignerName, "example.com/anything"} {
+		d, err := e.Evaluate(context.Background(), makeCSR(t, csrSpec{node: "node-a", signer: signer, ips: []string{"10.0.0.10"}}))
+		if err != nil || d.Verdict != Ignore {
+			t.Errorf("signer %s: got %s, %v; want ignore", signer, d.Verdict, err)
+		}
+	}
+	if len(cloud.calls) != 0 {
+		t.Errorf("the cloud was asked about other signers' requests: %v", cloud.calls)
+	}
+}
+
+func TestExplainListsEveryCheckInOrder(t *testing.T) {
+	e := NewEvaluator(testCloud(), nil, nil, testPolicy)
+	steps, d, err := e.Explain(context.Background(), makeCSR(t, csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}))
+	if err != nil || d.Verdict != Approve {
+		t.Fatalf("Explain: %s, %v", d.Verdict, err)
+	}
+	var names []string
+	for _, s := range steps {
+		names = append(names, s.Check)
+	}
+	want := "signer requestor usages subject-alt-names extensions key expiration instance names subject-access-review"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("checks ran as %q, want %q", got, want)
+	}
+}

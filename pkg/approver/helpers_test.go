@@ -1,0 +1,233 @@
+package approver
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// Keys are generated once: RSA generation dominates the test time otherwise.
+var testKeys = sync.OnceValue(func() map[string]crypto.Signer {
+	must := func(k crypto.Signer, err error) crypto.Signer {
+		if err != nil {
+			panic(err)
+		}
+		return k
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]crypto.Signer{
+		"rsa2048": must(rsa.GenerateKey(rand.Reader, 2048)),
+		"rsa1024": must(rsa.GenerateKey(rand.Reader, 1024)),
+		"p256":    must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)),
+		"p384":    must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader)),
+		"p224":    must(ecdsa.GenerateKey(elliptic.P224(), rand.Reader)),
+		"ed25519": edKey,
+	}
+})
+
+// csrSpec describes a request to build; zero fields take kubelet-like values.
+type csrSpec struct {
+	name       string
+	node       string // the requesting node; username and subject follow it
+	key        string // key of testKeys; p256 by default
+	cn         *string
+	org        []string
+	noOrg      bool
+	dns, ips   []string
+	emails     []string
+	uris       []string
+	exts       []pkix.Extension
+	username   *string
+	groups     []string
+	usages     []certificatesv1.KeyUsage
+	signer     string
+	expiration *int32
+	raw        []byte // spec.request as is
+	created    time.Time
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	usagesECDSA = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+	usagesRSA   = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
+)
+
+func csrPEM(t testing.TB, s csrSpec) []byte {
+	t.Helper()
+	key := testKeys()[orDefault(s.key, "p256")]
+	tmpl := &x509.CertificateRequest{
+		Subject:         pkix.Name{CommonName: nodeUserPrefix + s.node, Organization: []string{nodesGroup}},
+		DNSNames:        s.dns,
+		EmailAddresses:  s.emails,
+		ExtraExtensions: s.exts,
+	}
+	if s.cn != nil {
+		tmpl.Subject.CommonName = *s.cn
+	}
+	if s.org != nil {
+		tmpl.Subject.Organization = s.org
+	}
+	if s.noOrg {
+		tmpl.Subject.Organization = nil
+	}
+	for _, ip := range s.ips {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	for _, u := range s.uris {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, parsed)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		t.Fatalf("create CSR: %v", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func makeCSR(t testing.TB, s csrSpec) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	req := s.raw
+	if req == nil {
+		req = csrPEM(t, s)
+	}
+	user := nodeUserPrefix + s.node
+	if s.username != nil {
+		user = *s.username
+	}
+	groups := s.groups
+	if groups == nil {
+		groups = []string{nodesGroup, "system:authenticated"}
+	}
+	usages := s.usages
+	if usages == nil {
+		usages = usagesECDSA
+		if k := orDefault(s.key, "p256"); k == "rsa2048" || k == "rsa1024" {
+			usages = usagesRSA
+		}
+	}
+	name := orDefault(s.name, "csr-"+s.node)
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(s.created)},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           req,
+			SignerName:        orDefault(s.signer, certificatesv1.KubeletServingSignerName),
+			Username:          user,
+			Groups:            groups,
+			Usages:            usages,
+			ExpirationSeconds: s.expiration,
+		},
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// fakeCloud is a cloud of fixed servers. Lookups by providerID use
+// "openstack:///<id>"; by name, exact names (two servers may share one).
+type fakeCloud struct {
+	mu      sync.Mutex
+	servers []openstack.Server
+	err     error // returned by every call when set
+	calls   []string
+}
+
+func (c *fakeCloud) ServerForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, fmt.Sprintf("%s|%s", providerID, nodeName))
+	if c.err != nil {
+		return nil, c.err
+	}
+	var found []openstack.Server
+	for _, s := range c.servers {
+		if (providerID != "" && providerID == "openstack:///"+s.ID) || (providerID == "" && s.Name == nodeName) {
+			found = append(found, s)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("server for node %q: %w", nodeName, openstack.ErrNotFound)
+	case 1:
+		return &found[0], nil
+	}
+	return nil, fmt.Errorf("server named %q: %w", nodeName, openstack.ErrAmbiguous)
+}
+
+func (c *fakeCloud) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}
+
+func server(id, name, status, fixed, floating string) openstack.Server {
+	addrs := []openstack.ServerAddress{{Addr: fixed, Version: 4, Type: openstack.AddressFixed}}
+	if floating != "" {
+		addrs = append(addrs, openstack.ServerAddress{Addr: floating, Version: 4, Type: openstack.AddressFloating})
+	}
+	return openstack.Server{ID: id, Name: name, Status: status, Addresses: map[string][]openstack.ServerAddress{"private": addrs}}
+}
+
+// testCloud: node-a and node-b are running, node-off is shut off, node-dead
+// is deleted, two servers are named twin, node-bad has an address that is
+// not an IP.
+func testCloud() *fakeCloud {
+	bad := server("id-bad", "node-bad", openstack.StatusActive, "10.0.0.66", "")
+	bad.Addresses["private"] = append(bad.Addresses["private"], openstack.ServerAddress{Addr: "not-an-ip", Type: openstack.AddressFixed})
+	return &fakeCloud{servers: []openstack.Server{
+		server("id-a", "node-a", openstack.StatusActive, "10.0.0.10", "198.18.0.10"),
+		server("id-b", "node-b", openstack.StatusActive, "10.0.0.11", "198.18.0.11"),
+		server("id-off", "node-off", openstack.StatusShutoff, "10.0.0.12", ""),
+		server("id-dead", "node-dead", openstack.StatusDeleted, "10.0.0.13", ""),
+		server("id-twin1", "twin", openstack.StatusActive, "10.0.0.14", ""),
+		server("id-twin2", "twin", openstack.StatusActive, "10.0.0.15", ""),
+		server("id-Caps", "Node-Caps", openstack.StatusActive, "10.0.0.16", ""),
+		bad,
+	}}
+}
+
+func node(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+}
+
+func nodeGetter(nodes ...*corev1.Node) NodeGetter {
+	return func(_ context.Context, name string) (*corev1.Node, error) {
+		for _, n := range nodes {
+			if n.Name == name {
+				return n, nil
+			}
+		}
+		return nil, nil
+	}
+}
+
+var testPolicy = Policy{DNSSuffixes: []string{".cluster.example."}, MaxExpiration: 48 * time.Hour}
