@@ -12,3 +12,6 @@ var (
 
 // IsNotFound reports whether err is a definitive "does not exist".
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// ErrInvalidProviderID means a Node's providerID is not one of ours.
+var ErrInvalidProviderID = errors.New("invalid OpenStack providerID")

@@ -1,0 +1,185 @@
+package openstack
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gophers "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackward/stackward/pkg/config"
+)
+
+// ClientOptions are the process-level choices for talking to the cloud.
+type ClientOptions struct {
+	// Registerer receives the cloud call metrics; nil keeps them private.
+	Registerer prometheus.Registerer
+	// UserAgent is prepended to gophercloud's, e.g. "stackward-ccm/v1.2.3".
+	UserAgent string
+	// HTTPTimeout bounds one HTTP request (default 30s).
+	HTTPTimeout time.Duration
+	// Retry bounds the retries of one call; zero fields take the defaults.
+	Retry RetryPolicy
+}
+
+// Clients are the authenticated service clients, built once per process.
+type Clients struct {
+	Compute Compute
+	Network Network
+	// Region is the configured region ("" when the cloud has one).
+	Region string
+	// Caller is the instrumented helper the adapters share; new adapters
+	// (Octavia) must use it too.
+	Caller *Caller
+	// Provider is the authenticated gophercloud provider (it re-authenticates
+	// by itself), and Endpoint the options to find services in its catalog.
+	Provider *gophercloud.ProviderClient
+	Endpoint gophercloud.EndpointOpts
+}
+
+// ComputeMicroversion is the Nova microversion requested: 2.47 embeds the
+// flavor (original_name) in the server, saving a flavor lookup per node.
+const ComputeMicroversion = "2.47"
+
+// NewClients authenticates against Keystone and builds the service clients.
+// The token is renewed by gophercloud when it expires (AllowReauth), so the
+// Clients live as long as the process.
+func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*Clients, error) {
+	caller, err := NewCaller(opts.Registerer, opts.Retry)
+	if err != nil {
+		return nil, err
+	}
+	g := cfg.Global
+	provider, err := gophers.NewClient(g.AuthURL)
+	if err != nil {
+		return nil, fmt.Errorf("openstack client for %q: %w", g.AuthURL, err)
+	}
+	httpClient, err := newHTTPClient(g, opts.HTTPTimeout)
+	if err != nil {
+		return nil, err
+	}
+	provider.HTTPClient = *httpClient
+	if opts.UserAgent != "" {
+		provider.UserAgent.Prepend(opts.UserAgent)
+	}
+	authOpts := AuthOptions(g)
+	err = caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
+		return gophers.Authenticate(ctx, provider, authOpts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authenticate to %s: %w", g.AuthURL, err)
+	}
+
+	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}
+	compute, err := gophers.NewComputeV2(provider, eo)
+	if err != nil {
+		return nil, fmt.Errorf("find the compute service in the catalog: %w", err)
+	}
+	compute.Microversion = ComputeMicroversion
+	network, err := gophers.NewNetworkV2(provider, eo)
+	if err != nil {
+		return nil, fmt.Errorf("find the network service in the catalog: %w", err)
+	}
+	return &Clients{
+		Compute:  newGopherCompute(compute, caller),
+		Network:  &gopherNetwork{client: network, caller: caller},
+		Region:   g.Region,
+		Caller:   caller,
+		Provider: provider,
+		Endpoint: eo,
+	}, nil
+}
+
+// AuthOptions maps [Global] onto gophercloud's options the way Keystone
+// clients do: domain-id/domain-name are the default for both the user's and
+// the project's domain, and the scope when no project is given.
+func AuthOptions(g config.Global) gophercloud.AuthOptions {
+	userDomainID, userDomainName := g.UserDomainID, g.UserDomainName
+	if userDomainID == "" && userDomainName == "" {
+		userDomainID, userDomainName = g.DomainID, g.DomainName
+	}
+	ao := gophercloud.AuthOptions{
+		IdentityEndpoint:            g.AuthURL,
+		Username:                    g.Username,
+		UserID:                      g.UserID,
+		Password:                    g.Password,
+		DomainID:                    userDomainID,
+		DomainName:                  userDomainName,
+		ApplicationCredentialID:     g.ApplicationCredentialID,
+		ApplicationCredentialName:   g.ApplicationCredentialName,
+		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
+		AllowReauth:                 true,
+	}
+	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
+		// An application credential carries its own scope.
+		ao.Password = ""
+		return ao
+	}
+	projectDomainID, projectDomainName := g.TenantDomainID, g.TenantDomainName
+	if projectDomainID == "" && projectDomainName == "" {
+		projectDomainID, projectDomainName = g.DomainID, g.DomainName
+	}
+	switch {
+	case g.TenantID != "":
+		ao.Scope = &gophercloud.AuthScope{ProjectID: g.TenantID}
+	case g.TenantName != "":
+		ao.Scope = &gophercloud.AuthScope{ProjectName: g.TenantName, DomainID: projectDomainID}
+		if projectDomainID == "" {
+			ao.Scope.DomainName = projectDomainName
+		}
+	case g.DomainID != "":
+		ao.Scope = &gophercloud.AuthScope{DomainID: g.DomainID}
+	case g.DomainName != "":
+		ao.Scope = &gophercloud.AuthScope{DomainName: g.DomainName}
+	default:
+		ao.Scope = &gophercloud.AuthScope{}
+	}
+	return ao
+}
+
+func availability(endpointType string) gophercloud.Availability {
+	switch strings.TrimSuffix(endpointType, "URL") {
+	case "internal":
+		return gophercloud.AvailabilityInternal
+	case "admin":
+		return gophercloud.AvailabilityAdmin
+	}
+	return gophercloud.AvailabilityPublic
+}
+
+func newHTTPClient(g config.Global, timeout time.Duration) (*http.Client, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.TLSInsecure} //nolint:gosec // the user asked for it
+	if g.CAFile != "" {
+		pem, err := os.ReadFile(g.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca-file %s: no PEM certificate in it", g.CAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	if g.CertFile != "" || g.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(g.CertFile, g.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load cert-file and key-file: %w", err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{cert}
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsConfig
+	// One CCM talks to a handful of endpoints, often; keep connections.
+	transport.MaxIdleConnsPerHost = 32
+	return &http.Client{Transport: transport, Timeout: timeout}, nil
+}

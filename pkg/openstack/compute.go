@@ -1,0 +1,191 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+var _ Compute = (*gopherCompute)(nil)
+
+// gopherCompute is Compute on Nova through gophercloud.
+type gopherCompute struct {
+	client *gophercloud.ServiceClient
+	caller *Caller
+
+	// flavorNames caches flavor ID → name for clouds older than
+	// microversion 2.47, where a server only carries its flavor's ID.
+	// Flavors are immutable in Nova, so the cache never goes stale.
+	mu          sync.Mutex
+	flavorNames map[string]string
+}
+
+func newGopherCompute(client *gophercloud.ServiceClient, caller *Caller) *gopherCompute {
+	return &gopherCompute{client: client, caller: caller, flavorNames: map[string]string{}}
+}
+
+// novaServer is the JSON of a server, decoded directly (rather than through
+// servers.Server's map[string]any) into the fields Stackward uses.
+type novaServer struct {
+	ID               string                   `json:"id"`
+	Name             string                   `json:"name"`
+	Status           string                   `json:"status"`
+	TenantID         string                   `json:"tenant_id"`
+	AvailabilityZone string                   `json:"OS-EXT-AZ:availability_zone"`
+	AccessIPv4       string                   `json:"accessIPv4"`
+	AccessIPv6       string                   `json:"accessIPv6"`
+	Metadata         map[string]string        `json:"metadata"`
+	LaunchedAt       string                   `json:"OS-SRV-USG:launched_at"`
+	Flavor           novaFlavor               `json:"flavor"`
+	Addresses        map[string][]novaAddress `json:"addresses"`
+}
+
+type novaFlavor struct {
+	ID           string `json:"id"`            // before 2.47
+	OriginalName string `json:"original_name"` // 2.47 and later
+}
+
+type novaAddress struct {
+	Addr    string `json:"addr"`
+	Version int    `json:"version"`
+	Type    string `json:"OS-EXT-IPS:type"`
+	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
+}
+
+func (s *novaServer) toServer() *Server {
+	out := &Server{
+		ID:               s.ID,
+		Name:             s.Name,
+		Status:           s.Status,
+		TenantID:         s.TenantID,
+		FlavorName:       s.Flavor.OriginalName,
+		AvailabilityZone: s.AvailabilityZone,
+		AccessIPv4:       s.AccessIPv4,
+		AccessIPv6:       s.AccessIPv6,
+		Metadata:         s.Metadata,
+		Addresses:        make(map[string][]ServerAddress, len(s.Addresses)),
+	}
+	for network, addrs := range s.Addresses {
+		list := make([]ServerAddress, 0, len(addrs))
+		for _, a := range addrs {
+			list = append(list, ServerAddress(a))
+		}
+		out.Addresses[network] = list
+	}
+	// Nova writes launched_at without a zone; it is UTC.
+	for _, layout := range []string{"2006-01-02T15:04:05.000000", "2006-01-02T15:04:05", time.RFC3339Nano} {
+		if t, err := time.Parse(layout, s.LaunchedAt); err == nil {
+			out.LaunchedAt = t.UTC()
+			break
+		}
+	}
+	return out
+}
+
+// GetServer returns one server. Only a 404 or a DELETED server is
+// ErrNotFound; the error then also wraps the cloud's answer.
+func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, error) {
+	var body struct {
+		Server novaServer `json:"server"`
+	}
+	err := c.caller.Do(ctx, ServiceCompute, "get_server", func(ctx context.Context) error {
+		return servers.Get(ctx, c.client, id).ExtractInto(&body)
+	})
+	if err != nil {
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return nil, fmt.Errorf("get server %q: %w (%w)", id, ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("get server %q: %w", id, err)
+	}
+	if body.Server.Status == StatusDeleted {
+		return nil, fmt.Errorf("get server %q: %w (status %s)", id, ErrNotFound, StatusDeleted)
+	}
+	srv := body.Server.toServer()
+	if err := c.fillFlavorNames(ctx, []*Server{srv}, []novaServer{body.Server}); err != nil {
+		return nil, fmt.Errorf("get server %q: %w", id, err)
+	}
+	return srv, nil
+}
+
+// ListServers lists servers/detail, following every page. A failed page
+// fails (and retries) the whole listing: a partial list must never be
+// mistaken for the truth.
+func (c *gopherCompute) ListServers(ctx context.Context, opts ListServersOpts) ([]Server, error) {
+	var all []novaServer
+	err := c.caller.Do(ctx, ServiceCompute, "list_servers", func(ctx context.Context) error {
+		all = all[:0]
+		pager := servers.List(c.client, servers.ListOpts{Name: opts.Name, Status: opts.Status})
+		return pager.EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+			var batch []novaServer
+			if err := servers.ExtractServersInto(page, &batch); err != nil {
+				return false, err
+			}
+			all = append(all, batch...)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	out := make([]Server, 0, len(all))
+	ptrs := make([]*Server, 0, len(all))
+	for i := range all {
+		out = append(out, *all[i].toServer())
+	}
+	for i := range out {
+		ptrs = append(ptrs, &out[i])
+	}
+	if err := c.fillFlavorNames(ctx, ptrs, all); err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	return out, nil
+}
+
+// fillFlavorNames names the flavors of servers from clouds older than 2.47.
+func (c *gopherCompute) fillFlavorNames(ctx context.Context, srvs []*Server, raw []novaServer) error {
+	for i, s := range srvs {
+		if s.FlavorName != "" || raw[i].Flavor.ID == "" {
+			continue
+		}
+		name, err := c.flavorName(ctx, raw[i].Flavor.ID)
+		if err != nil {
+			return err
+		}
+		s.FlavorName = name
+	}
+	return nil
+}
+
+func (c *gopherCompute) flavorName(ctx context.Context, id string) (string, error) {
+	c.mu.Lock()
+	name, ok := c.flavorNames[id]
+	c.mu.Unlock()
+	if ok {
+		return name, nil
+	}
+	var body struct {
+		Flavor struct {
+			Name string `json:"name"`
+		} `json:"flavor"`
+	}
+	err := c.caller.Do(ctx, ServiceCompute, "get_flavor", func(ctx context.Context) error {
+		return flavors.Get(ctx, c.client, id).ExtractInto(&body)
+	})
+	switch {
+	case gophercloud.ResponseCodeIs(err, 404):
+		// A deleted flavor still names the server's type: use its ID.
+		body.Flavor.Name = id
+	case err != nil:
+		return "", fmt.Errorf("get flavor %q: %w", id, err)
+	}
+	c.mu.Lock()
+	c.flavorNames[id] = body.Flavor.Name
+	c.mu.Unlock()
+	return body.Flavor.Name, nil
+}

@@ -1,0 +1,106 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseProviderID(t *testing.T) {
+	const id = "4f1a7b0e-2c3d-4e5f-8a9b-0c1d2e3f4a5b"
+	tests := []struct {
+		name       string
+		pid        string
+		wantRegion string
+		wantID     string
+		wantErr    bool
+	}{
+		{name: "the regionless form has an empty region", pid: "openstack:///" + id, wantID: id},
+		{name: "the regional form has its region", pid: "openstack://RegionOne/" + id, wantRegion: "RegionOne", wantID: id},
+		{name: "another scheme is invalid", pid: "aws:///" + id, wantErr: true},
+		{name: "a missing ID is invalid", pid: "openstack:///", wantErr: true},
+		{name: "no slash after the region is invalid", pid: "openstack://" + id, wantErr: true},
+		{name: "a path in the ID is invalid", pid: "openstack:///../servers/" + id, wantErr: true},
+		{name: "a query in the ID is invalid", pid: "openstack:///" + id + "?all_tenants=1", wantErr: true},
+		{name: "an empty providerID is invalid", pid: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			region, got, err := ParseProviderID(tt.pid)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidProviderID) {
+					t.Fatalf("ParseProviderID(%q) = %q, %q, %v; want ErrInvalidProviderID", tt.pid, region, got, err)
+				}
+				return
+			}
+			if err != nil || region != tt.wantRegion || got != tt.wantID {
+				t.Fatalf("ParseProviderID(%q) = %q, %q, %v; want %q, %q", tt.pid, region, got, err, tt.wantRegion, tt.wantID)
+			}
+			if back := ProviderID(region, got); back != tt.pid {
+				t.Errorf("ProviderID(%q, %q) = %q, want %q", region, got, back, tt.pid)
+			}
+		})
+	}
+}
+
+func TestServerForNode(t *testing.T) {
+	servers := []Server{
+		{ID: "id-1", Name: "node-1", Status: StatusActive},
+		{ID: "id-10", Name: "node-10", Status: StatusActive},
+		{ID: "id-dot", Name: "node.2", Status: StatusActive},
+		{ID: "id-x2", Name: "nodeX2", Status: StatusActive},
+		{ID: "id-dup-a", Name: "dup", Status: StatusActive},
+		{ID: "id-dup-b", Name: "dup", Status: StatusShutoff},
+		{ID: "id-gone", Name: "gone", Status: StatusDeleted},
+	}
+	tests := []struct {
+		name       string
+		providerID string
+		nodeName   string
+		wantID     string
+		wantErr    error
+		wantGets   int
+		wantLists  int
+		wantFilter string
+	}{
+		{name: "a providerID is looked up by ID with one GET", providerID: "openstack:///id-10", nodeName: "node-1", wantID: "id-10", wantGets: 1},
+		{name: "an unknown providerID is not found", providerID: "openstack:///id-404", wantErr: ErrNotFound, wantGets: 1},
+		{name: "a bad providerID is an error without a call", providerID: "gce:///id-1", wantErr: ErrInvalidProviderID},
+		{name: "a name matches exactly, not as a prefix", nodeName: "node-1", wantID: "id-1", wantLists: 1, wantFilter: `^node-1$`},
+		{name: "regex characters in a name are escaped", nodeName: "node.2", wantID: "id-dot", wantLists: 1, wantFilter: `^node\.2$`},
+		{name: "a name matching no server is not found", nodeName: "node-3", wantErr: ErrNotFound, wantLists: 1},
+		{name: "a name matching two servers is ambiguous", nodeName: "dup", wantErr: ErrAmbiguous, wantLists: 1},
+		{name: "a deleted server does not match its name", nodeName: "gone", wantErr: ErrNotFound, wantLists: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := &fakeCompute{servers: servers}
+			got, err := ServerForNode(context.Background(), fc, tt.providerID, tt.nodeName)
+			gets, lists := fc.counts()
+			if gets != tt.wantGets || lists != tt.wantLists {
+				t.Errorf("calls: %d gets, %d lists; want %d, %d", gets, lists, tt.wantGets, tt.wantLists)
+			}
+			if tt.wantFilter != "" && (len(fc.listOpts) != 1 || fc.listOpts[0].Name != tt.wantFilter) {
+				t.Errorf("list filters %+v, want name %q", fc.listOpts, tt.wantFilter)
+			}
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("ServerForNode = %+v, %v; want %v", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.ID != tt.wantID {
+				t.Fatalf("ServerForNode = %+v, %v; want %s", got, err, tt.wantID)
+			}
+		})
+	}
+}
+
+func TestAmbiguousNamesListEveryServer(t *testing.T) {
+	fc := &fakeCompute{servers: []Server{{ID: "b", Name: "n"}, {ID: "a", Name: "n"}, {ID: "c", Name: "n"}}}
+	_, err := ServerForNode(context.Background(), fc, "", "n")
+	if !errors.Is(err, ErrAmbiguous) || !strings.HasSuffix(err.Error(), ": a, b, c") || IsNotFound(err) {
+		t.Fatalf("err = %v; want ErrAmbiguous naming a, b, c and not a not-found", err)
+	}
+}
