@@ -6,7 +6,6 @@ type octaviaState struct{}
 
 func newOctaviaState() *octaviaState { return &octaviaState{} }
 
-func (s *Sim) routesNetwork(mux *http.ServeMux)      {}
 func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {}
 func (s *Sim) routesMetadata(mux *http.ServeMux)     {}
 func (s *Sim) routesAdmin(mux *http.ServeMux)        {}

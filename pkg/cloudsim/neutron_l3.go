@@ -1,0 +1,305 @@
+package cloudsim
+
+import (
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// Neutron L3: routers with extra routes (the CCM's route controller uses
+// add_extraroutes/remove_extraroutes) and floating IPs.
+
+func (s *Sim) routesNetworkL3(_ *http.ServeMux, h func(pattern, name string, fn http.HandlerFunc)) {
+	h("GET /routers", "routers.list", s.listRouters)
+	h("GET /routers/{id}", "routers.get", s.getRouter)
+	h("PUT /routers/{id}", "routers.update", s.updateRouter)
+	h("PUT /routers/{id}/add_extraroutes", "routers.add_extraroutes", s.extraRoutes(true))
+	h("PUT /routers/{id}/remove_extraroutes", "routers.remove_extraroutes", s.extraRoutes(false))
+	h("GET /floatingips", "floatingips.list", s.listFIPs)
+	h("GET /floatingips/{id}", "floatingips.get", s.getFIP)
+	h("POST /floatingips", "floatingips.create", s.createFIP)
+	h("PUT /floatingips/{id}", "floatingips.update", s.updateFIP)
+	h("DELETE /floatingips/{id}", "floatingips.delete", s.deleteFIP)
+	s.routesSecGroups(h)
+}
+
+func (s *Sim) routerView(rt *router) map[string]any {
+	routes := []any{}
+	for _, x := range rt.Routes {
+		routes = append(routes, map[string]any{"destination": x.Destination, "nexthop": x.NextHop})
+	}
+	var gw any
+	if rt.GatewayNetID != "" {
+		gw = map[string]any{"network_id": rt.GatewayNetID, "enable_snat": true, "external_fixed_ips": []any{
+			map[string]any{"subnet_id": rt.GatewaySubnetID, "ip_address": rt.GatewayIP}}}
+	}
+	return map[string]any{
+		"id": rt.ID, "name": rt.Name, "description": rt.Description, "status": "ACTIVE", "admin_state_up": true,
+		"tenant_id": rt.ProjectID, "project_id": rt.ProjectID, "external_gateway_info": gw, "routes": routes,
+		"distributed": false, "ha": false, "availability_zone_hints": []string{}, "availability_zones": s.state.azs,
+		"tags": []string{}, "created_at": neutronTS(rt.Created), "updated_at": neutronTS(rt.Updated),
+		"revision_number": rt.Revision,
+	}
+}
+
+func (s *Sim) listRouters(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	var items []map[string]any
+	for _, rt := range s.state.routers.all() {
+		if visibleTo(r, rt.ProjectID) {
+			items = append(items, s.routerView(rt))
+		}
+	}
+	s.mu.RUnlock()
+	writeNeutronList(w, r, "routers", items)
+}
+
+func (s *Sim) routerFor(w http.ResponseWriter, r *http.Request) *router {
+	rt, ok := s.state.routers.get(r.PathValue("id"))
+	if !ok || !visibleTo(r, rt.ProjectID) {
+		neutronError(w, http.StatusNotFound, "RouterNotFound", "Router %s could not be found", r.PathValue("id"))
+		return nil
+	}
+	return rt
+}
+
+func (s *Sim) getRouter(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if rt := s.routerFor(w, r); rt != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
+	}
+}
+
+type routerBody struct {
+	Router struct {
+		Name        *string  `json:"name"`
+		Description *string  `json:"description"`
+		Routes      *[]Route `json:"routes"`
+	} `json:"router"`
+}
+
+// checkRoutes enforces Neutron's rule that a nexthop must be on a subnet the
+// router is attached to.
+func (s *Sim) checkRoutes(w http.ResponseWriter, rt *router, routes []Route) bool {
+	st := s.state
+	var attached []netip.Prefix
+	for _, pid := range st.portsByDev[rt.ID] {
+		for _, f := range st.ports.byID[pid].FixedIPs {
+			attached = append(attached, st.subnets.byID[f.SubnetID].prefix)
+		}
+	}
+	for _, x := range routes {
+		if _, err := netip.ParsePrefix(x.Destination); err != nil {
+			neutronError(w, http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP subnet.", x.Destination)
+			return false
+		}
+		nh, err := netip.ParseAddr(x.NextHop)
+		if err != nil {
+			neutronError(w, http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP address.", x.NextHop)
+			return false
+		}
+		ok := false
+		for _, p := range attached {
+			ok = ok || p.Contains(nh)
+		}
+		if !ok {
+			neutronError(w, http.StatusBadRequest, "InvalidRoutes", "Invalid format for routes: %s/%s, the nexthop is not connected with router", x.Destination, x.NextHop)
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Sim) updateRouter(w http.ResponseWriter, r *http.Request) {
+	var req routerBody
+	if err := decodeBody(r, &req); err != nil {
+		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt := s.routerFor(w, r)
+	if rt == nil {
+		return
+	}
+	if req.Router.Routes != nil {
+		if !s.checkRoutes(w, rt, *req.Router.Routes) {
+			return
+		}
+		rt.Routes = dedupeRoutes(*req.Router.Routes)
+	}
+	if req.Router.Name != nil {
+		rt.Name = *req.Router.Name
+	}
+	if req.Router.Description != nil {
+		rt.Description = *req.Router.Description
+	}
+	rt.Updated = time.Now()
+	rt.Revision++
+	writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
+}
+
+func dedupeRoutes(in []Route) []Route {
+	seen := map[Route]bool{}
+	out := []Route{}
+	for _, x := range in {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// extraRoutes implements the atomic add/remove of the extraroute-atomic
+// extension: the body lists only the routes to add or remove.
+func (s *Sim) extraRoutes(add bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req routerBody
+		if err := decodeBody(r, &req); err != nil || req.Router.Routes == nil {
+			neutronError(w, http.StatusBadRequest, "BadRequest", "Invalid input: the body needs router.routes")
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		rt := s.routerFor(w, r)
+		if rt == nil {
+			return
+		}
+		if add {
+			if !s.checkRoutes(w, rt, *req.Router.Routes) {
+				return
+			}
+			rt.Routes = dedupeRoutes(append(rt.Routes, *req.Router.Routes...))
+		} else {
+			drop := map[Route]bool{}
+			for _, x := range *req.Router.Routes {
+				drop[x] = true
+			}
+			kept := []Route{}
+			for _, x := range rt.Routes {
+				if !drop[x] {
+					kept = append(kept, x)
+				}
+			}
+			rt.Routes = kept
+		}
+		rt.Updated = time.Now()
+		rt.Revision++
+		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
+	}
+}
+
+func (s *Sim) fipView(f *floatingIP) map[string]any {
+	status := "DOWN"
+	var portID, fixed, routerID any
+	if f.PortID != "" {
+		status, portID, fixed = "ACTIVE", f.PortID, f.FixedIP
+	}
+	if f.RouterID != "" {
+		routerID = f.RouterID
+	}
+	return map[string]any{
+		"id": f.ID, "floating_ip_address": f.IP, "floating_network_id": f.NetworkID, "router_id": routerID,
+		"port_id": portID, "fixed_ip_address": fixed, "status": status, "tenant_id": f.ProjectID,
+		"project_id": f.ProjectID, "description": f.Description, "tags": []string{}, "dns_domain": "", "dns_name": "",
+		"port_forwardings": []any{}, "qos_policy_id": nil,
+		"created_at": neutronTS(f.Created), "updated_at": neutronTS(f.Updated), "revision_number": f.Revision,
+	}
+}
+
+func (s *Sim) listFIPs(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	var items []map[string]any
+	for _, f := range s.state.fips.all() {
+		if visibleTo(r, f.ProjectID) {
+			items = append(items, s.fipView(f))
+		}
+	}
+	s.mu.RUnlock()
+	writeNeutronList(w, r, "floatingips", items)
+}
+
+func (s *Sim) fipFor(w http.ResponseWriter, r *http.Request) *floatingIP {
+	f, ok := s.state.fips.get(r.PathValue("id"))
+	if !ok || !visibleTo(r, f.ProjectID) {
+		neutronError(w, http.StatusNotFound, "FloatingIPNotFound", "Floating IP %s could not be found", r.PathValue("id"))
+		return nil
+	}
+	return f
+}
+
+func (s *Sim) getFIP(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if f := s.fipFor(w, r); f != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"floatingip": s.fipView(f)})
+	}
+}
+
+type fipBody struct {
+	FIP struct {
+		NetworkID   string  `json:"floating_network_id"`
+		Address     string  `json:"floating_ip_address"`
+		PortID      *string `json:"port_id"`
+		FixedIP     string  `json:"fixed_ip_address"`
+		Description *string `json:"description"`
+	} `json:"floatingip"`
+}
+
+func (s *Sim) createFIP(w http.ResponseWriter, r *http.Request) {
+	var req fipBody
+	if err := decodeBody(r, &req); err != nil {
+		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
+		return
+	}
+	portID := ""
+	if req.FIP.PortID != nil {
+		portID = *req.FIP.PortID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.state.createFloatingIP(projectOf(r), req.FIP.NetworkID, req.FIP.Address, portID, req.FIP.FixedIP)
+	if err != nil {
+		neutronError(w, statusFor(err), "BadRequest", "%v", err)
+		return
+	}
+	if req.FIP.Description != nil {
+		f.Description = *req.FIP.Description
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": s.fipView(f)})
+}
+
+func (s *Sim) updateFIP(w http.ResponseWriter, r *http.Request) {
+	var req fipBody
+	if err := decodeBody(r, &req); err != nil {
+		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.fipFor(w, r)
+	if f == nil {
+		return
+	}
+	if req.FIP.PortID != nil {
+		if err := s.state.associateFIP(f, *req.FIP.PortID, req.FIP.FixedIP); err != nil {
+			neutronError(w, statusFor(err), "BadRequest", "%v", err)
+			return
+		}
+	}
+	if req.FIP.Description != nil {
+		f.Description = *req.FIP.Description
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"floatingip": s.fipView(f)})
+}
+
+func (s *Sim) deleteFIP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.fipFor(w, r); f != nil {
+		s.state.deleteFloatingIP(f.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
