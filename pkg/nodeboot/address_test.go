@@ -49,7 +49,9 @@ func fakeInterfaces(ifs ...LocalInterface) InterfaceLister {
 	return func() ([]LocalInterface, error) { return ifs, nil }
 }
 
-func failingInterfaces() ([]LocalInterface, error) { return nil, errors.New("interfaces must not be listed") }
+func failingInterfaces() ([]LocalInterface, error) {
+	return nil, errors.New("interfaces must not be listed")
+}
 
 func addrs(s ...string) []netip.Addr {
 	var out []netip.Addr
@@ -82,7 +84,7 @@ func TestChooseNodeIPs(t *testing.T) {
 		{name: "two networks without preference take the first",
 			nd: netdata(twoLinks, v4net0, v4net2), sel: Selector{Family: IPv4}, want: "10.0.0.11"},
 		{name: "two networks with a CIDR preference take the preferred",
-			nd: netdata(twoLinks, v4net0, v4net2),
+			nd:  netdata(twoLinks, v4net0, v4net2),
 			sel: Selector{Family: IPv4, PreferCIDRs: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}}, want: "192.168.50.7"},
 		{name: "the first matching CIDR preference wins",
 			nd: netdata(twoLinks, v4net0, v4net2),
