@@ -78,15 +78,16 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}
 
 	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}
-	compute, err := gophers.NewComputeV2(provider, eo)
+	compute, err := serviceClient(provider, eo, "compute")
 	if err != nil {
-		return nil, fmt.Errorf("find the compute service in the catalog: %w", err)
+		return nil, err
 	}
 	compute.Microversion = ComputeMicroversion
-	network, err := gophers.NewNetworkV2(provider, eo)
+	network, err := serviceClient(provider, eo, "network")
 	if err != nil {
-		return nil, fmt.Errorf("find the network service in the catalog: %w", err)
+		return nil, err
 	}
+	network.ResourceBase = network.Endpoint + "v2.0/"
 	return &Clients{
 		Compute:  newGopherCompute(compute, caller),
 		Network:  &gopherNetwork{client: network, caller: caller},
@@ -95,6 +96,20 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		Provider: provider,
 		Endpoint: eo,
 	}, nil
+}
+
+// serviceClient finds a service in the token's catalog. Unlike
+// gophers.NewComputeV2 and friends it does not ask each endpoint for its
+// versions: those requests would bypass the Caller (no metrics, no retry,
+// no ctx) and cost a call per service at every start.
+func serviceClient(provider *gophercloud.ProviderClient, eo gophercloud.EndpointOpts, serviceType string) (*gophercloud.ServiceClient, error) {
+	eo.ApplyDefaults(serviceType)
+	eo.Version = 0
+	url, err := provider.EndpointLocator(eo)
+	if err != nil {
+		return nil, fmt.Errorf("find the %s service (region %q, interface %s) in the catalog: %w", serviceType, eo.Region, eo.Availability, err)
+	}
+	return &gophercloud.ServiceClient{ProviderClient: provider, Endpoint: url, Type: serviceType}, nil
 }
 
 // AuthOptions maps [Global] onto gophercloud's options the way Keystone

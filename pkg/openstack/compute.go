@@ -91,11 +91,9 @@ func (s *novaServer) toServer() *Server {
 // GetServer returns one server. Only a 404 or a DELETED server is
 // ErrNotFound; the error then also wraps the cloud's answer.
 func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, error) {
-	var body struct {
-		Server novaServer `json:"server"`
-	}
+	var raw novaServer
 	err := c.caller.Do(ctx, ServiceCompute, "get_server", func(ctx context.Context) error {
-		return servers.Get(ctx, c.client, id).ExtractInto(&body)
+		return servers.Get(ctx, c.client, id).ExtractInto(&raw)
 	})
 	if err != nil {
 		if gophercloud.ResponseCodeIs(err, 404) {
@@ -103,11 +101,11 @@ func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, erro
 		}
 		return nil, fmt.Errorf("get server %q: %w", id, err)
 	}
-	if body.Server.Status == StatusDeleted {
+	if raw.Status == StatusDeleted {
 		return nil, fmt.Errorf("get server %q: %w (status %s)", id, ErrNotFound, StatusDeleted)
 	}
-	srv := body.Server.toServer()
-	if err := c.fillFlavorNames(ctx, []*Server{srv}, []novaServer{body.Server}); err != nil {
+	srv := raw.toServer()
+	if err := c.fillFlavorNames(ctx, []*Server{srv}, []novaServer{raw}); err != nil {
 		return nil, fmt.Errorf("get server %q: %w", id, err)
 	}
 	return srv, nil
