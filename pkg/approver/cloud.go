@@ -1,0 +1,37 @@
+package approver
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/time/rate"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// rateLimitedCloud spaces the approver's cloud calls so that a join burst
+// of many nodes cannot exhaust the project's API quota: requests wait their
+// turn rather than fail.
+type rateLimitedCloud struct {
+	cloud   Cloud
+	limiter *rate.Limiter
+}
+
+// RateLimited returns cloud limited to qps calls per second with bursts of
+// burst; qps <= 0 returns cloud unchanged.
+func RateLimited(cloud Cloud, qps float64, burst int) Cloud {
+	if qps <= 0 {
+		return cloud
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	return &rateLimitedCloud{cloud: cloud, limiter: rate.NewLimiter(rate.Limit(qps), burst)}
+}
+
+func (c *rateLimitedCloud) ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error) {
+	if err := c.limiter.Wait(ctx); err != nil {
+		return nil, fmt.Errorf("wait for cloud rate limit: %w", err)
+	}
+	return c.cloud.ServerForNode(ctx, providerID, nodeName)
+}

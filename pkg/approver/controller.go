@@ -1,0 +1,302 @@
+package approver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	certlisters "k8s.io/client-go/listers/certificates/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Options configure a Controller. The zero value of each field is usable.
+type Options struct {
+	Policy
+	// LeavePendingOnDeny records what would have been denied (Event, log,
+	// metric) but leaves the request pending, for a dry run.
+	LeavePendingOnDeny bool
+	// SubjectAccessReview also requires that the requestor may create
+	// certificatesigningrequests/selfnodeserver.
+	SubjectAccessReview bool
+	// MaxPendingPerNode is how many pending requests of one node are
+	// considered at a time, oldest first; 0 means no cap.
+	MaxPendingPerNode int
+	// CloudQPS and CloudBurst limit the cloud lookups; CloudQPS 0 means
+	// no limit.
+	CloudQPS   float64
+	CloudBurst int
+	// Workers is the number of requests decided in parallel (default 2).
+	Workers int
+	// Registerer receives the metrics; nil keeps them in a private registry.
+	Registerer prometheus.Registerer
+	// Recorder receives the Events; nil records them to the apiserver.
+	Recorder record.EventRecorder
+	// RateLimiter spaces retries of undecidable requests; nil is
+	// exponential from 1s to 5m per request, 10/s overall.
+	RateLimiter workqueue.TypedRateLimiter[string]
+	// Resync re-examines pending requests that saw no change (those left
+	// pending by a dry run or over the cap); default 10 minutes.
+	Resync time.Duration
+}
+
+// byUsername indexes CSRs by spec.username, to count a node's pending ones.
+const byUsername = "byUsername"
+
+// Controller approves or denies kubelet serving CSRs as an Evaluator
+// decides, and records each outcome.
+type Controller struct {
+	client    kubernetes.Interface
+	evaluator *Evaluator
+	opts      Options
+	metrics   *metrics
+	recorder  record.EventRecorder
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	csrFactory, nodeFactory informers.SharedInformerFactory
+	csrInformer             cache.SharedIndexInformer
+	csrs                    certlisters.CertificateSigningRequestLister
+	nodes                   corelisters.NodeLister
+	synced                  []cache.InformerSynced
+	broadcaster             record.EventBroadcaster
+	now                     func() time.Time
+}
+
+// NewController builds a Controller on client; Run starts it.
+func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Controller, error) {
+	if client == nil || cloud == nil {
+		return nil, errors.New("new approver: a client and a cloud are required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 10 * time.Minute
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("new approver: %w", err)
+	}
+	rl := opts.RateLimiter
+	if rl == nil {
+		rl = workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(10, 100)},
+		)
+	}
+	c := &Controller{
+		client:   client,
+		opts:     opts,
+		metrics:  m,
+		recorder: opts.Recorder,
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "stackward-approver"}),
+		now:      time.Now,
+	}
+	// Only kubelet serving requests are listed and watched; the handler
+	// filters again for clients (and fakes) that ignore field selectors.
+	c.csrFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
+		}))
+	c.nodeFactory = informers.NewSharedInformerFactory(client, 0)
+	csrInf := c.csrFactory.Certificates().V1().CertificateSigningRequests()
+	nodeInf := c.nodeFactory.Core().V1().Nodes()
+	c.csrInformer = csrInf.Informer()
+	if err := c.csrInformer.AddIndexers(cache.Indexers{byUsername: func(obj any) ([]string, error) {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			return []string{csr.Spec.Username}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("new approver: CSR index: %w", err)
+	}
+	// The approver reads a Node's name and providerID only: drop status
+	// (images, conditions) and managed fields to keep a large cluster's
+	// cache small.
+	if err := nodeInf.Informer().SetTransform(slimNode); err != nil {
+		return nil, fmt.Errorf("new approver: node transform: %w", err)
+	}
+	c.csrs, c.nodes = csrInf.Lister(), nodeInf.Lister()
+	c.synced = []cache.InformerSynced{c.csrInformer.HasSynced, nodeInf.Informer().HasSynced}
+	if _, err := c.csrInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onChange,
+		UpdateFunc: func(_, obj any) { c.onChange(obj) },
+		DeleteFunc: c.onChange,
+	}); err != nil {
+		return nil, fmt.Errorf("new approver: CSR handler: %w", err)
+	}
+	var sar SubjectAccessReviewer
+	if opts.SubjectAccessReview {
+		sar = client.AuthorizationV1().SubjectAccessReviews()
+	}
+	c.evaluator = NewEvaluator(RateLimited(cloud, opts.CloudQPS, opts.CloudBurst), c.getNode, sar, opts.Policy)
+	return c, nil
+}
+
+func slimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status = corev1.NodeStatus{}
+		n.ManagedFields = nil
+		return n, nil
+	}
+	return obj, nil
+}
+
+func (c *Controller) getNode(_ context.Context, name string) (*corev1.Node, error) {
+	n, err := c.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node cache: %w", err)
+	}
+	return n, nil
+}
+
+// Evaluator returns the controller's evaluator (for explaining decisions).
+func (c *Controller) Evaluator() *Evaluator { return c.evaluator }
+
+// HasSynced reports whether the CSR and Node caches are filled.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// onChange queues a pending kubelet serving request. When a node's request
+// is decided or deleted, its other pending requests are queued too: one of
+// them may have been held back by the per-node cap.
+func (c *Controller) onChange(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+		return
+	}
+	if isPending(csr) && csr.DeletionTimestamp == nil {
+		c.queue.Add(csr.Name)
+		return
+	}
+	if c.opts.MaxPendingPerNode > 0 {
+		for _, other := range c.pendingOf(csr.Spec.Username) {
+			c.queue.Add(other.Name)
+		}
+	}
+}
+
+func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range csr.Status.Conditions {
+		switch cond.Type {
+		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return false
+		}
+	}
+	return len(csr.Status.Certificate) == 0
+}
+
+// pendingOf returns the user's pending kubelet serving requests, oldest first.
+func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSigningRequest {
+	objs, err := c.csrInformer.GetIndexer().ByIndex(byUsername, username)
+	if err != nil {
+		return nil
+	}
+	var out []*certificatesv1.CertificateSigningRequest
+	for _, o := range objs {
+		if csr, ok := o.(*certificatesv1.CertificateSigningRequest); ok && isPending(csr) &&
+			csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+			out = append(out, csr)
+		}
+	}
+	slices.SortFunc(out, func(a, b *certificatesv1.CertificateSigningRequest) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return compareStrings(a.Name, b.Name)
+	})
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Run starts the informers and workers and blocks until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("approver")
+	ctx = klog.NewContext(ctx, logger)
+	defer c.queue.ShutDown()
+	if c.recorder == nil {
+		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		c.broadcaster.StartStructuredLogging(4)
+		defer c.broadcaster.Shutdown()
+		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stackward-approver"})
+	}
+	c.csrFactory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
+	defer c.csrFactory.Shutdown()
+	defer c.nodeFactory.Shutdown()
+	logger.Info("Waiting for CSR and Node caches")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("approver: caches did not sync: %w", context.Cause(ctx))
+	}
+	logger.Info("Deciding kubelet serving CSRs", "workers", c.opts.Workers)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	logger.Info("Stopped deciding CSRs")
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		klog.FromContext(ctx).V(2).Info("Will retry CSR", "csr", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}

@@ -1,0 +1,113 @@
+package approver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// sync decides one request and records the outcome. An error leaves the
+// request pending and makes the caller retry it with backoff.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	csr, err := c.csrs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get CSR %s from cache: %w", name, err)
+	}
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || !isPending(csr) || csr.DeletionTimestamp != nil {
+		return nil // not ours, or already decided: never touched twice
+	}
+	logger := klog.FromContext(ctx).WithValues("csr", name, "user", csr.Spec.Username)
+	if node, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix); ok {
+		logger = logger.WithValues("node", node)
+	}
+	ctx = klog.NewContext(ctx, logger)
+
+	if limit := c.opts.MaxPendingPerNode; limit > 0 {
+		pending := c.pendingOf(csr.Spec.Username)
+		if i := indexOf(pending, name); i >= limit {
+			c.metrics.observe(outcomeDeferred, reasonOverNodeCap, 0)
+			logger.Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
+				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
+			return nil
+		}
+	}
+
+	start := c.now()
+	d, err := c.evaluator.Evaluate(ctx, csr)
+	if err != nil {
+		c.metrics.observe(outcomeRequeued, reasonCouldNotCheck, c.now().Sub(start).Seconds())
+		logger.Info("Could not decide CSR; leaving it pending and retrying with backoff", "err", err)
+		c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
+			"Left pending, will retry: could not verify the request: %v", err)
+		return fmt.Errorf("decide CSR %s: %w", name, err)
+	}
+
+	var outcome string
+	switch d.Verdict {
+	case Approve:
+		outcome = outcomeApproved
+		if err := c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
+			return err
+		}
+		c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
+	case Deny:
+		if c.opts.LeavePendingOnDeny {
+			outcome = outcomeLeftPending
+			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Would deny (left pending by --leave-pending-on-deny): "+d.Message)
+			break
+		}
+		outcome = outcomeDenied
+		if err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
+			return err
+		}
+		c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Denied: "+d.Message)
+	default:
+		return nil // Ignore: not ours
+	}
+	elapsed := c.now().Sub(start)
+	c.metrics.observe(outcome, d.Reason, elapsed.Seconds())
+	logger.Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
+	return nil
+}
+
+// setCondition writes the Approved or Denied condition through the
+// approval subresource. A conflict is returned: the retry sees the newer
+// object (and skips it if someone else decided meanwhile).
+func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, d Decision) error {
+	upd := csr.DeepCopy()
+	now := metav1.NewTime(c.now())
+	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type:               t,
+		Status:             corev1.ConditionTrue,
+		Reason:             d.Reason,
+		Message:            d.Message,
+		LastUpdateTime:     now,
+		LastTransitionTime: now,
+	})
+	_, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
+	}
+	return nil
+}
+
+func indexOf(csrs []*certificatesv1.CertificateSigningRequest, name string) int {
+	for i, csr := range csrs {
+		if csr.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,54 @@
+package approver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes, the "decision" label of the metrics.
+const (
+	outcomeApproved    = "approved"
+	outcomeDenied      = "denied"
+	outcomeLeftPending = "left_pending" // would deny, but --leave-pending-on-deny
+	outcomeRequeued    = "requeued"     // could not decide; retried with backoff
+	outcomeDeferred    = "deferred"     // over the per-node cap; looked at later
+)
+
+// metrics are registered on the Registerer the caller passes in, never on
+// the global one, so that tests and several controllers in one process do
+// not collide.
+type metrics struct {
+	decisions *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackward_csr_decisions_total",
+			Help: "Kubelet serving CSRs handled, by outcome (approved, denied, left_pending, requeued, deferred) and reason.",
+		}, []string{"decision", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stackward_csr_decision_duration_seconds",
+			Help:    "Time to evaluate one kubelet serving CSR and record the outcome, cloud lookups included, by outcome.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"decision"}),
+	}
+	for _, c := range []prometheus.Collector{m.decisions, m.duration} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if errors.As(err, &already) {
+				return nil, fmt.Errorf("register approver metrics: %w (one Registerer per controller)", err)
+			}
+			return nil, fmt.Errorf("register approver metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(outcome, reason string, seconds float64) {
+	m.decisions.WithLabelValues(outcome, reason).Inc()
+	m.duration.WithLabelValues(outcome).Observe(seconds)
+}
