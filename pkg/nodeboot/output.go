@@ -21,7 +21,7 @@ const (
 )
 
 func header(s Settings) string {
-	return fmt.Sprintf("# Written by stackward-node from the OpenStack %s (%s) for instance %s.\n"+
+	return fmt.Sprintf("# Written by stackward-node from %s (%s) for OpenStack instance %s.\n"+
 		"# Rewritten on every run; do not edit.\n", s.Instance.Source, s.Instance.Origin, s.Instance.Meta.UUID)
 }
 
