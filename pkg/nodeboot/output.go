@@ -112,13 +112,15 @@ func writeOutputs(ctx context.Context, cfg Config, s Settings) error {
 		return fmt.Errorf("create %s: %w", patchDir, err)
 	}
 	envPath := filepath.Join(dir, KubeletEnvFile)
-	files := []struct {
+	type file struct {
 		path string
 		data []byte
-	}{
-		{envPath, renderKubeletEnv(s)},
-		{filepath.Join(dir, DropInFile), renderDropIn(s, envPath)},
-		{filepath.Join(patchDir, KubeletPatch), renderKubeletPatch(s)},
+		mode os.FileMode
+	}
+	files := []file{
+		{envPath, renderKubeletEnv(s), 0o644},
+		{filepath.Join(dir, DropInFile), renderDropIn(s, envPath), 0o644},
+		{filepath.Join(patchDir, KubeletPatch), renderKubeletPatch(s), 0o644},
 	}
 	if cfg.JoinConfigTemplate != "" {
 		tmpl, err := os.ReadFile(cfg.JoinConfigTemplate)
@@ -129,13 +131,11 @@ func writeOutputs(ctx context.Context, cfg Config, s Settings) error {
 		if err != nil {
 			return err
 		}
-		files = append(files, struct {
-			path string
-			data []byte
-		}{filepath.Join(dir, JoinConfigFile), out})
+		// It carries the template's bootstrap token.
+		files = append(files, file{filepath.Join(dir, JoinConfigFile), out, 0o600})
 	}
 	for _, f := range files {
-		if err := writeAtomic(f.path, f.data, 0o644); err != nil {
+		if err := writeAtomic(f.path, f.data, f.mode); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).V(1).Info("Wrote file", "path", f.path)

@@ -102,6 +102,9 @@ func TestRunWritesGoldenFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkGolden(t, tc.name, out)
+			if fi, err := os.Stat(filepath.Join(out, JoinConfigFile)); err == nil && fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s has mode %v; it holds a bootstrap token", JoinConfigFile, fi.Mode().Perm())
+			}
 		})
 	}
 }
