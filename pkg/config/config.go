@@ -77,6 +77,19 @@ type Global struct {
 	ApplicationCredentialSecretFile string // application-credential-secret-file
 }
 
+// String prints the section with its secrets redacted, so that logging a
+// Config (even with %+v) never leaks a password.
+func (g Global) String() string {
+	type plain Global // no String method: no recursion
+	cp := plain(g)
+	for _, secret := range []*string{&cp.Password, &cp.ApplicationCredentialSecret} {
+		if *secret != "" {
+			*secret = "REDACTED"
+		}
+	}
+	return fmt.Sprintf("%+v", cp)
+}
+
 // Networking is the [Networking] section: which server addresses a Node gets.
 type Networking struct {
 	// InternalNetworkNames, when set, are the only networks whose fixed

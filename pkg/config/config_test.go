@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -293,5 +294,23 @@ func TestLoadNamesTheFile(t *testing.T) {
 	_, _, err = Load(filepath.Join(dir, "missing.conf"))
 	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
 		t.Errorf("Load of a missing file: %v, want a not-exist error that is not ErrInvalid", err)
+	}
+}
+
+func TestSecretsAreNotPrinted(t *testing.T) {
+	cfg, _, err := Read("cloud.conf", strings.NewReader(minimalGlobal+"application-credential-secret = acsecret\napplication-credential-id = ac\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", *cfg), fmt.Sprint(cfg.Global)} {
+		if strings.Contains(out, "secret") || !strings.Contains(out, "REDACTED") || !strings.Contains(out, "keystone.example.com") {
+			t.Errorf("want secrets redacted and the rest printed: %s", out)
+		}
+	}
+}
+
+func TestAByteOrderMarkIsIgnored(t *testing.T) {
+	if _, _, err := Read("cloud.conf", strings.NewReader("\ufeff"+strings.TrimPrefix(minimalGlobal, "\n"))); err != nil {
+		t.Fatalf("Read: %v", err)
 	}
 }

@@ -32,7 +32,11 @@ func Parse(name string, r io.Reader) (*Config, []Warning, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		p.line(line, sc.Text())
+		text := sc.Text()
+		if line == 1 {
+			text = strings.TrimPrefix(text, "\ufeff") // a BOM from Windows editors
+		}
+		p.line(line, text)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, p.warnings, fmt.Errorf("read %s: %w", name, err)

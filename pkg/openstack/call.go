@@ -152,6 +152,9 @@ func (c *Caller) Do(ctx context.Context, service, operation string, fn func(ctx 
 		if c.now().Add(wait).Sub(start) > c.policy.MaxElapsed {
 			return err
 		}
+		if deadline, ok := ctx.Deadline(); ok && c.now().Add(wait).After(deadline) {
+			return err // the caller would give up before the next attempt
+		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return err
 		}
