@@ -50,13 +50,13 @@ func (f FaultRule) matches(service, operation string) bool {
 // SetFault adds a fault rule; rules accumulate until ClearFaults.
 func (s *Sim) SetFault(rule FaultRule) error {
 	if rule.Service == "" {
-		return fmt.Errorf("fault rule needs a service: %w", errBadInput)
+		return fmt.Errorf("fault rule needs a service: %w", ErrInvalid)
 	}
 	if rule.ErrorRate < 0 || rule.ErrorRate > 1 {
-		return fmt.Errorf("fault error rate %v is not in [0,1]: %w", rule.ErrorRate, errBadInput)
+		return fmt.Errorf("fault error rate %v is not in [0,1]: %w", rule.ErrorRate, ErrInvalid)
 	}
 	if rule.Status != 0 && (rule.Status < 400 || rule.Status > 599) {
-		return fmt.Errorf("fault status %d is not an HTTP error: %w", rule.Status, errBadInput)
+		return fmt.Errorf("fault status %d is not an HTTP error: %w", rule.Status, ErrInvalid)
 	}
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()

@@ -64,3 +64,7 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func gophercloudRegion() gophercloud.EndpointOpts {
+	return gophercloud.EndpointOpts{Region: "RegionOne"}
+}

@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// Errors of state operations; handlers map them to each service's status codes.
+// Errors of the Go API (check with errors.Is); the HTTP handlers map them
+// to each service's status codes.
 var (
-	errNotFound  = errors.New("not found")
-	errConflict  = errors.New("conflict")
-	errBadInput  = errors.New("bad request")
-	errExhausted = errors.New("no more IP addresses available")
+	ErrNotFound  = errors.New("not found")
+	ErrConflict  = errors.New("conflict")
+	ErrInvalid   = errors.New("invalid request")
+	ErrExhausted = errors.New("no more IP addresses available")
 )
 
 func (st *state) addNetwork(n SeedNetwork) (*network, error) {
@@ -39,7 +40,7 @@ func (st *state) addNetwork(n SeedNetwork) (*network, error) {
 func (st *state) addSubnet(nw *network, s SeedSubnet) (*subnet, error) {
 	pf, err := netip.ParsePrefix(s.CIDR)
 	if err != nil {
-		return nil, fmt.Errorf("subnet %q: %w", s.CIDR, errBadInput)
+		return nil, fmt.Errorf("subnet %q: %w", s.CIDR, ErrInvalid)
 	}
 	pf = pf.Masked()
 	sn := &subnet{ID: s.ID, Name: s.Name, NetworkID: nw.ID, ProjectID: nw.ProjectID, CIDR: pf.String(),
@@ -53,7 +54,7 @@ func (st *state) addSubnet(nw *network, s SeedSubnet) (*subnet, error) {
 	gw := pf.Addr().Next()
 	if s.Gateway != "" {
 		if gw, err = netip.ParseAddr(s.Gateway); err != nil {
-			return nil, fmt.Errorf("gateway %q: %w", s.Gateway, errBadInput)
+			return nil, fmt.Errorf("gateway %q: %w", s.Gateway, ErrInvalid)
 		}
 	}
 	sn.Gateway = gw.String()
@@ -73,7 +74,7 @@ func (sn *subnet) allocate() (netip.Addr, error) {
 		a = a.Next()
 		if !a.IsValid() || !sn.prefix.Contains(a) || isBroadcast(sn.prefix, a) {
 			if wrapped {
-				return netip.Addr{}, fmt.Errorf("subnet %s: %w", sn.CIDR, errExhausted)
+				return netip.Addr{}, fmt.Errorf("subnet %s: %w", sn.CIDR, ErrExhausted)
 			}
 			wrapped = true
 			a = sn.prefix.Addr()
@@ -134,7 +135,7 @@ type portSpec struct {
 func (st *state) createPort(ps portSpec) (*port, error) {
 	nw, ok := st.networks.get(ps.NetworkID)
 	if !ok {
-		return nil, fmt.Errorf("network %s: %w", ps.NetworkID, errNotFound)
+		return nil, fmt.Errorf("network %s: %w", ps.NetworkID, ErrNotFound)
 	}
 	now := time.Now()
 	p := &port{ID: newID(), Name: ps.Name, NetworkID: nw.ID, ProjectID: ps.ProjectID, DeviceID: ps.DeviceID,
@@ -167,28 +168,28 @@ func (st *state) claimIP(nw *network, w fixedIP) (fixedIP, error) {
 	if w.IP != "" {
 		var err error
 		if ip, err = netip.ParseAddr(w.IP); err != nil {
-			return fixedIP{}, fmt.Errorf("invalid IP address %q: %w", w.IP, errBadInput)
+			return fixedIP{}, fmt.Errorf("invalid IP address %q: %w", w.IP, ErrInvalid)
 		}
 	}
 	var sn *subnet
 	if w.SubnetID != "" {
 		s, ok := st.subnets.get(w.SubnetID)
 		if !ok || s.NetworkID != nw.ID {
-			return fixedIP{}, fmt.Errorf("subnet %s on network %s: %w", w.SubnetID, nw.ID, errNotFound)
+			return fixedIP{}, fmt.Errorf("subnet %s on network %s: %w", w.SubnetID, nw.ID, ErrNotFound)
 		}
 		sn = s
 	} else {
 		sn = st.subnetFor(nw, ip)
 	}
 	if sn == nil {
-		return fixedIP{}, fmt.Errorf("no subnet of network %s holds %q: %w", nw.ID, w.IP, errBadInput)
+		return fixedIP{}, fmt.Errorf("no subnet of network %s holds %q: %w", nw.ID, w.IP, ErrInvalid)
 	}
 	if ip.IsValid() {
 		if !sn.prefix.Contains(ip) {
-			return fixedIP{}, fmt.Errorf("IP %s is not in subnet %s: %w", ip, sn.CIDR, errBadInput)
+			return fixedIP{}, fmt.Errorf("IP %s is not in subnet %s: %w", ip, sn.CIDR, ErrInvalid)
 		}
 		if sn.used[ip] {
-			return fixedIP{}, fmt.Errorf("IP address %s already allocated in subnet %s: %w", ip, sn.ID, errConflict)
+			return fixedIP{}, fmt.Errorf("IP address %s already allocated in subnet %s: %w", ip, sn.ID, ErrConflict)
 		}
 		sn.used[ip] = true
 		return fixedIP{SubnetID: sn.ID, IP: ip.String()}, nil
@@ -255,10 +256,10 @@ func (st *state) setPortDevice(p *port, deviceID string) {
 func (st *state) createFloatingIP(projectID, networkID, addr, portID, fixed string) (*floatingIP, error) {
 	nw, ok := st.networks.get(networkID)
 	if !ok {
-		return nil, fmt.Errorf("external network %s: %w", networkID, errNotFound)
+		return nil, fmt.Errorf("external network %s: %w", networkID, ErrNotFound)
 	}
 	if !nw.External {
-		return nil, fmt.Errorf("network %s is not external: %w", networkID, errBadInput)
+		return nil, fmt.Errorf("network %s is not external: %w", networkID, ErrInvalid)
 	}
 	fi, err := st.claimIP(nw, fixedIP{IP: addr})
 	if err != nil {
@@ -285,7 +286,7 @@ func (st *state) associateFIP(f *floatingIP, portID, fixed string) error {
 	}
 	p, ok := st.ports.get(portID)
 	if !ok {
-		return fmt.Errorf("port %s: %w", portID, errNotFound)
+		return fmt.Errorf("port %s: %w", portID, ErrNotFound)
 	}
 	if fixed == "" {
 		for _, x := range p.FixedIPs {
@@ -296,7 +297,7 @@ func (st *state) associateFIP(f *floatingIP, portID, fixed string) error {
 		}
 	}
 	if fixed == "" {
-		return fmt.Errorf("port %s has no IPv4 fixed IP: %w", portID, errBadInput)
+		return fmt.Errorf("port %s has no IPv4 fixed IP: %w", portID, ErrInvalid)
 	}
 	f.PortID, f.FixedIP = p.ID, fixed
 	f.RouterID = st.routerFor(f.NetworkID)

@@ -111,7 +111,12 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 		mv := mvOf(r)
 
 		s.mu.RLock()
-		defer s.mu.RUnlock()
+		locked := true
+		defer func() {
+			if locked {
+				s.mu.RUnlock()
+			}
+		}()
 		st := s.state
 		// Nova lists newest first.
 		start := st.servers.len() - 1
@@ -127,13 +132,15 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 		if detail || ipRE != nil {
 			fips = st.fipIndex()
 		}
+		allTenants := q.Get("all_tenants") != ""
+		tokProject := projectOf(r)
 		flavorID := q.Get("flavor")
 		az := q.Get("availability_zone")
 		out := make([]any, 0, min(limit, 64))
 		last := ""
 		for i := start; i >= 0 && len(out) < limit; i-- {
 			sv := st.servers.byID[st.servers.order[i]]
-			if !visible(r, sv) || (nameRE != nil && !nameRE.MatchString(sv.Name)) ||
+			if !(allTenants || sv.ProjectID == tokProject) || (nameRE != nil && !nameRE.MatchString(sv.Name)) ||
 				(status != "" && sv.Status != status) || (flavorID != "" && sv.FlavorID != flavorID) ||
 				(az != "" && sv.AZ != az) || (!since.IsZero() && sv.Updated.Before(since)) {
 				continue
@@ -158,6 +165,9 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 			nq.Set("marker", last)
 			body["servers_links"] = []any{link(base+r.URL.Path+"?"+nq.Encode(), "next")}
 		}
+		// Encoding is the expensive part: do it without holding the lock.
+		s.mu.RUnlock()
+		locked = false
 		writeJSON(w, http.StatusOK, body)
 	}
 }
@@ -334,9 +344,9 @@ func (s *Sim) finishBuild(id string) error {
 // statusFor maps state errors to HTTP status codes.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, errConflict), errors.Is(err, errExhausted):
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrExhausted):
 		return http.StatusConflict
 	default:
 		return http.StatusBadRequest

@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[stri
 	}
 	v := map[string]any{
 		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
-		"metadata": sv.Metadata, "hostId": sv.HostID, "created": fmtTime(sv.Created, isoSeconds),
+		"metadata": maps.Clone(sv.Metadata), "hostId": sv.HostID, "created": fmtTime(sv.Created, isoSeconds),
 		"updated": fmtTime(sv.Updated, isoSeconds), "addresses": addrs, "accessIPv4": sv.AccessIPv4,
 		"accessIPv6": sv.AccessIPv6, "links": s.serverLinks(base, sv.ID), "progress": 0,
 		"image": map[string]any{"id": "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001",

@@ -34,11 +34,11 @@ type Address struct {
 func (st *state) createServer(sp ServerSpec) (*server, error) {
 	pr := st.projectRef(sp.Project)
 	if pr == nil {
-		return nil, fmt.Errorf("project %q: %w", sp.Project, errNotFound)
+		return nil, fmt.Errorf("project %q: %w", sp.Project, ErrNotFound)
 	}
 	fl := st.flavorRef(sp.Flavor)
 	if fl == nil {
-		return nil, fmt.Errorf("flavor %q: %w", sp.Flavor, errNotFound)
+		return nil, fmt.Errorf("flavor %q: %w", sp.Flavor, ErrNotFound)
 	}
 	az := sp.AZ
 	if az == "" {
@@ -50,7 +50,7 @@ func (st *state) createServer(sp ServerSpec) (*server, error) {
 	}
 	if sp.ID != "" {
 		if _, dup := st.servers.get(sp.ID); dup {
-			return nil, fmt.Errorf("server %s exists: %w", sp.ID, errConflict)
+			return nil, fmt.Errorf("server %s exists: %w", sp.ID, ErrConflict)
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -90,7 +90,7 @@ func (st *state) createServer(sp ServerSpec) (*server, error) {
 func (st *state) addNIC(sv *server, nic NICSpec) error {
 	nw := st.networkRef(nic.Network)
 	if nw == nil {
-		return fmt.Errorf("network %q: %w", nic.Network, errNotFound)
+		return fmt.Errorf("network %q: %w", nic.Network, ErrNotFound)
 	}
 	ps := portSpec{NetworkID: nw.ID, ProjectID: sv.ProjectID, DeviceID: sv.ID, DeviceOwner: "compute:" + sv.AZ}
 	if sg := st.defaultSecGroup(sv.ProjectID); sg != "" {
@@ -107,7 +107,7 @@ func (st *state) addNIC(sv *server, nic NICSpec) error {
 	if nic.FloatingNetwork != "" || nic.FloatingIP != "" {
 		ext := st.externalNetwork(nic.FloatingNetwork)
 		if ext == nil {
-			return fmt.Errorf("external network %q: %w", nic.FloatingNetwork, errNotFound)
+			return fmt.Errorf("external network %q: %w", nic.FloatingNetwork, ErrNotFound)
 		}
 		if _, err := st.createFloatingIP(sv.ProjectID, ext.ID, nic.FloatingIP, p.ID, ""); err != nil {
 			return err
@@ -135,7 +135,7 @@ func (st *state) externalNetwork(ref string) *network {
 func (st *state) deleteServer(id string) error {
 	sv, ok := st.servers.get(id)
 	if !ok {
-		return fmt.Errorf("server %s: %w", id, errNotFound)
+		return fmt.Errorf("server %s: %w", id, ErrNotFound)
 	}
 	for _, pid := range append([]string(nil), st.portsByDev[sv.ID]...) {
 		st.deletePort(pid)
@@ -257,7 +257,7 @@ func (s *Sim) checkSpecLocked(spec ServerSpec) error {
 		msgs = append(msgs, p.field+": "+p.msg)
 	}
 	if len(msgs) > 0 {
-		return fmt.Errorf("server spec %q: %s: %w", spec.Name, strings.Join(msgs, "; "), errBadInput)
+		return fmt.Errorf("server spec %q: %s: %w", spec.Name, strings.Join(msgs, "; "), ErrInvalid)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (s *Sim) SetServerStatus(id, status string) error {
 	defer s.mu.Unlock()
 	sv, ok := s.state.servers.get(id)
 	if !ok {
-		return fmt.Errorf("server %s: %w", id, errNotFound)
+		return fmt.Errorf("server %s: %w", id, ErrNotFound)
 	}
 	sv.Status = strings.ToUpper(status)
 	sv.Updated = time.Now().UTC()
@@ -316,15 +316,15 @@ func (s *Sim) AttachFloatingIP(serverID, network string) (string, error) {
 	defer s.mu.Unlock()
 	sv, ok := s.state.servers.get(serverID)
 	if !ok {
-		return "", fmt.Errorf("server %s: %w", serverID, errNotFound)
+		return "", fmt.Errorf("server %s: %w", serverID, ErrNotFound)
 	}
 	ports := s.state.serverPorts(sv)
 	if len(ports) == 0 {
-		return "", fmt.Errorf("server %s has no port: %w", serverID, errBadInput)
+		return "", fmt.Errorf("server %s has no port: %w", serverID, ErrInvalid)
 	}
 	ext := s.state.externalNetwork(network)
 	if ext == nil {
-		return "", fmt.Errorf("external network %q: %w", network, errNotFound)
+		return "", fmt.Errorf("external network %q: %w", network, ErrNotFound)
 	}
 	f, err := s.state.createFloatingIP(sv.ProjectID, ext.ID, "", ports[0].ID, "")
 	if err != nil {
@@ -339,7 +339,7 @@ func (s *Sim) DetachFloatingIP(serverID, ip string) error {
 	defer s.mu.Unlock()
 	sv, ok := s.state.servers.get(serverID)
 	if !ok {
-		return fmt.Errorf("server %s: %w", serverID, errNotFound)
+		return fmt.Errorf("server %s: %w", serverID, ErrNotFound)
 	}
 	for _, p := range s.state.serverPorts(sv) {
 		for _, f := range s.state.floatingByPort(p.ID) {
@@ -349,7 +349,7 @@ func (s *Sim) DetachFloatingIP(serverID, ip string) error {
 			}
 		}
 	}
-	return fmt.Errorf("floating IP %s on server %s: %w", ip, serverID, errNotFound)
+	return fmt.Errorf("floating IP %s on server %s: %w", ip, serverID, ErrNotFound)
 }
 
 // AddNIC attaches a new port on network (name or ID) to the server, with
@@ -359,7 +359,7 @@ func (s *Sim) AddNIC(serverID, network, fixedIP string) (Server, error) {
 	defer s.mu.Unlock()
 	sv, ok := s.state.servers.get(serverID)
 	if !ok {
-		return Server{}, fmt.Errorf("server %s: %w", serverID, errNotFound)
+		return Server{}, fmt.Errorf("server %s: %w", serverID, ErrNotFound)
 	}
 	if err := s.state.addNIC(sv, NICSpec{Network: network, FixedIP: fixedIP}); err != nil {
 		return Server{}, fmt.Errorf("add NIC on %q to %s: %w", network, serverID, err)
@@ -374,7 +374,7 @@ func (s *Sim) RemoveNIC(serverID, network string) error {
 	defer s.mu.Unlock()
 	sv, ok := s.state.servers.get(serverID)
 	if !ok {
-		return fmt.Errorf("server %s: %w", serverID, errNotFound)
+		return fmt.Errorf("server %s: %w", serverID, ErrNotFound)
 	}
 	nw := s.state.networkRef(network)
 	for _, p := range s.state.serverPorts(sv) {
@@ -383,5 +383,5 @@ func (s *Sim) RemoveNIC(serverID, network string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("port on %q of server %s: %w", network, serverID, errNotFound)
+	return fmt.Errorf("port on %q of server %s: %w", network, serverID, ErrNotFound)
 }

@@ -8,4 +8,3 @@ func newOctaviaState() *octaviaState { return &octaviaState{} }
 
 func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {}
 func (s *Sim) routesMetadata(mux *http.ServeMux)     {}
-func (s *Sim) routesAdmin(mux *http.ServeMux)        {}
