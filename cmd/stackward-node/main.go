@@ -79,7 +79,7 @@ func main() {
 	fs.Var(&listFlag{vals: &cfg.SearchOrder}, "search-order",
 		"where to read the metadata, in order, comma separated: metadataService, configDrive (the upstream CCM's words); the first source that answers is used")
 	fs.BoolVar(&cfg.CrossCheck, "cross-check", cfg.CrossCheck,
-		"also read the other sources in --search-order that exist and refuse if they disagree on uuid or name")
+		"also read the later sources in --search-order and refuse if one disagrees with the first on uuid or name; a later source that is absent is skipped, but an unreachable metadata service costs up to --attempts x --timeout, so turn this off on clouds without one")
 	fs.StringVar(&cfg.MetadataURL, "metadata-url", cfg.MetadataURL,
 		"base URL of the Nova metadata service; /openstack/latest/meta_data.json and network_data.json are read below it")
 	fs.StringVar(&cfg.MetadataSourceIP, "metadata-source-ip", "",

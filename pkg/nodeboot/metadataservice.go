@@ -98,8 +98,12 @@ func (m *metadataService) Fetch(ctx context.Context) (*Instance, error) {
 func (m *metadataService) get(ctx context.Context, url string) ([]byte, error) {
 	logger := klog.FromContext(ctx).WithValues("url", url)
 	wait := m.backoff
-	var lastErr error
+	var (
+		lastErr error
+		tried   int
+	)
 	for attempt := 1; attempt <= m.attempts; attempt++ {
+		tried = attempt
 		b, retry, err := m.getOnce(ctx, url)
 		if err == nil {
 			return b, nil
@@ -118,7 +122,7 @@ func (m *metadataService) get(ctx context.Context, url string) ([]byte, error) {
 			wait = min(2*wait, 5*time.Second)
 		}
 	}
-	return nil, fmt.Errorf("GET %s (%d attempts): %w: %w", url, m.attempts, ErrSourceUnavailable, lastErr)
+	return nil, fmt.Errorf("GET %s (%d of at most %d attempts): %w: %w", url, tried, m.attempts, ErrSourceUnavailable, lastErr)
 }
 
 func (m *metadataService) getOnce(ctx context.Context, url string) (body []byte, retry bool, err error) {

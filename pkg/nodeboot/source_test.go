@@ -86,7 +86,7 @@ func TestMetadataService(t *testing.T) {
 		{name: "two 503s are retried", fake: fakeBehaviour{failFirst: 2}, wantCalls: 4},
 		{name: "503 on every attempt gives up after the bounded attempts",
 			fake: fakeBehaviour{failFirst: 100}, wantCalls: 3, wantErr: ErrSourceUnavailable,
-			errParts: []string{"3 attempts", "HTTP 503", "meta_data.json"}},
+			errParts: []string{"3 of at most 3 attempts", "HTTP 503", "meta_data.json"}},
 		{name: "a hanging server times out per request and gives up",
 			fake: fakeBehaviour{hang: true}, wantCalls: 3, wantErr: ErrSourceUnavailable, errParts: []string{"meta_data.json"}},
 		{name: "404 on meta_data.json is not retried",
