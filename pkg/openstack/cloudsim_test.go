@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stackward/stackward/pkg/cloudsim"
@@ -46,14 +47,17 @@ func startSim(t *testing.T) (*cloudsim.Sim, string) {
 
 func simClients(t *testing.T, g config.Global) *openstack.Clients {
 	t.Helper()
+	return simClientsWith(t, g, openstack.ClientOptions{HTTPTimeout: 5 * time.Second})
+}
+
+func simClientsWith(t *testing.T, g config.Global, opts openstack.ClientOptions) *openstack.Clients {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.Global = g
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{
-		HTTPTimeout: 5 * time.Second,
-		Retry:       openstack.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond},
-	})
+	opts.Retry = openstack.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	c, err := openstack.NewClients(ctx, cfg, opts)
 	if err != nil {
 		t.Fatalf("NewClients: %v", err)
 	}
@@ -215,5 +219,64 @@ func TestSimServerCacheSyncsNodesWithOneListing(t *testing.T) {
 	calls := sim.Calls()
 	if calls["compute.servers.detail"] != 1 || calls["compute.servers.get"] != 0 || calls["compute.servers.list"] != 0 || calls["compute.flavors.get"] != 0 {
 		t.Errorf("calls = %v; want one servers/detail and nothing else from Nova", calls)
+	}
+}
+
+func TestSimNamesMatchExactlyAndNeverGuess(t *testing.T) {
+	sim, authURL := startSim(t)
+	c := simClients(t, demoGlobal(authURL))
+	ctx := simCtx(t)
+	for _, spec := range []cloudsim.ServerSpec{
+		{Name: "twin", NICs: []cloudsim.NICSpec{{Network: "private"}}},
+		{Name: "twin", NICs: []cloudsim.NICSpec{{Network: "private"}}},
+		{Name: "nodeX1", NICs: []cloudsim.NICSpec{{Network: "private"}}},
+		{Name: "node.1", NICs: []cloudsim.NICSpec{{Network: "private"}}},
+	} {
+		if _, err := sim.CreateServer(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := openstack.ServerForNode(ctx, c.Compute, "", "twin"); !errors.Is(err, openstack.ErrAmbiguous) {
+		t.Errorf("two servers named twin: err = %v, want ErrAmbiguous", err)
+	}
+	dot, _ := sim.ServerByName("node.1")
+	if s, err := openstack.ServerForNode(ctx, c.Compute, "", "node.1"); err != nil || s.ID != dot.ID {
+		t.Errorf("node.1 = %+v, %v; want %s and not nodeX1", s, err, dot.ID)
+	}
+	if _, err := openstack.ServerForNode(ctx, c.Compute, "", "node"); !errors.Is(err, openstack.ErrNotFound) {
+		t.Errorf("a prefix of names: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSimAHungRequestTimesOutAndIsRetried(t *testing.T) {
+	sim, authURL := startSim(t)
+	reg := prometheus.NewRegistry()
+	c := simClientsWith(t, demoGlobal(authURL), openstack.ClientOptions{HTTPTimeout: 300 * time.Millisecond, Registerer: reg})
+	node1, _ := sim.ServerByName("node-1")
+	if err := sim.SetFault(cloudsim.FaultRule{Service: cloudsim.ServiceCompute, Operation: "servers.get", Hang: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compute.GetServer(simCtx(t), node1.ID)
+	if err != nil || s.ID != node1.ID {
+		t.Fatalf("GetServer = %+v, %v", s, err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts := 0.0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if f.GetName() == "stackward_cloud_request_errors_total" && labels["operation"] == "get_server" && labels["code"] == "timeout" {
+				timeouts += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if timeouts != 1 {
+		t.Errorf("timeouts counted = %v, want 1", timeouts)
 	}
 }
