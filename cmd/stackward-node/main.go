@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -70,8 +71,19 @@ Flags:
 `
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	klog.Flush()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status, 0 on
+// success, 1 when stackward-node refused or failed, 2 on a usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := nodeboot.DefaultConfig()
 	fs := flag.NewFlagSet("stackward-node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHeader)
 		fs.PrintDefaults()
@@ -112,33 +124,31 @@ func main() {
 	verbosity := fs.Int("v", 0, "log verbosity (logs go to stderr)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			os.Exit(0)
+			return 0
 		}
-		os.Exit(2)
+		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "stackward-node: unexpected arguments %q\n", fs.Args())
-		os.Exit(2)
+		fmt.Fprintf(stderr, "stackward-node: unexpected arguments %q\n", fs.Args())
+		return 2
 	}
 	if *showVersion {
-		fmt.Println(version.Version)
-		return
+		fmt.Fprintln(stdout, version.Version)
+		return 0
 	}
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(*verbosity))
-	defer klog.Flush()
+	klog.SetOutput(stderr)
+	klog.LogToStderr(false)
 
-	cfg.Stdout = os.Stdout
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	cfg.Stdout = stdout
 	ctx = klog.NewContext(ctx, klog.Background())
 	if err := nodeboot.Run(ctx, cfg); err != nil {
-		stop()
-		klog.Flush()
-		fmt.Fprintf(os.Stderr, "stackward-node: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "stackward-node: %v\n", err)
+		return 1
 	}
+	return 0
 }

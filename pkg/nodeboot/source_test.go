@@ -277,3 +277,23 @@ func TestNameMismatchIsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The simulator and Neutron's metadata proxy tell instances apart by source
+// address; --metadata-source-ip must be the one the server sees.
+func TestMetadataRequestsComeFromTheSourceIP(t *testing.T) {
+	var remote atomic.Value
+	f := &fakeMetadata{t: t}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remote.Store(r.RemoteAddr)
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.MetadataSourceIP = "127.0.0.2" // all of 127/8 is local on Linux
+	if _, err := Resolve(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := remote.Load().(string); !strings.HasPrefix(got, "127.0.0.2:") {
+		t.Errorf("server saw the request from %q, want 127.0.0.2", got)
+	}
+}
