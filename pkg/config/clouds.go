@@ -181,6 +181,13 @@ func (c *Config) resolve() ([]Warning, error) {
 			p.add(0, "Global", key, "%s is empty", file)
 		}
 	}
+	// The trustee logs in as itself, with its password, into the trust.
+	if g.TrusteeID != "" && g.UserID == "" {
+		g.UserID = g.TrusteeID
+	}
+	if g.TrusteePassword != "" && g.Password == "" && g.PasswordFile == "" {
+		g.Password = g.TrusteePassword
+	}
 	readSecret("password-file", g.PasswordFile, &g.Password, "password")
 	readSecret("application-credential-secret-file", g.ApplicationCredentialSecretFile, &g.ApplicationCredentialSecret, "application-credential-secret")
 	if g.UseClouds {

@@ -56,6 +56,12 @@ type Global struct {
 	ApplicationCredentialName   string // application-credential-name
 	ApplicationCredentialSecret string // application-credential-secret (or application-credential-secret-file)
 
+	// TrustID scopes the token to a Keystone trust (as Magnum sets it up);
+	// TrusteeID and TrusteePassword then stand in for user-id and password.
+	TrustID         string // trust-id
+	TrusteeID       string // trustee-id
+	TrusteePassword string // trustee-password
+
 	CAFile      string // ca-file
 	CertFile    string // cert-file
 	KeyFile     string // key-file
@@ -82,7 +88,7 @@ type Global struct {
 func (g Global) String() string {
 	type plain Global // no String method: no recursion
 	cp := plain(g)
-	for _, secret := range []*string{&cp.Password, &cp.ApplicationCredentialSecret} {
+	for _, secret := range []*string{&cp.Password, &cp.ApplicationCredentialSecret, &cp.TrusteePassword} {
 		if *secret != "" {
 			*secret = "REDACTED"
 		}

@@ -244,6 +244,7 @@ func TestValidConfigurations(t *testing.T) {
 		{"password with user-id and project-id", "[Global]\nauth-url = http://k/v3\nuser-id = u\npassword = p\nproject-id = t\n"},
 		{"application credential by id needs no user", "[Global]\nauth-url = http://k/v3\napplication-credential-id = ac\napplication-credential-secret = s\n"},
 		{"application credential by name with a user and domain", "[Global]\nauth-url = http://k/v3\napplication-credential-name = ac\napplication-credential-secret = s\nusername = u\ndomain-name = Default\n"},
+		{"a Magnum trust with its trustee", "[Global]\nauth-url = http://k/v3\ntrust-id = tr\ntrustee-id = te\ntrustee-password = p\n"},
 		{"names are case-insensitive and project aliases are accepted", "[global]\nAUTH-URL = http://k/v3\nUsername = u\npassword = p\ndomain-id = default\nproject-name = k8s\n"},
 	}
 	for _, tt := range tests {
@@ -312,5 +313,15 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 func TestAByteOrderMarkIsIgnored(t *testing.T) {
 	if _, _, err := Read("cloud.conf", strings.NewReader("\ufeff"+strings.TrimPrefix(minimalGlobal, "\n"))); err != nil {
 		t.Fatalf("Read: %v", err)
+	}
+}
+
+func TestTheTrusteeLogsInAsItself(t *testing.T) {
+	cfg, _, err := Read("cloud.conf", strings.NewReader("[Global]\nauth-url = http://k/v3\ntrust-id = tr\ntrustee-id = te\ntrustee-password = p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.Global; g.UserID != "te" || g.Password != "p" || g.TrustID != "tr" {
+		t.Errorf("Global = %v, want user-id te with the trustee's password", g)
 	}
 }

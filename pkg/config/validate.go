@@ -51,7 +51,10 @@ func (c *Config) validateGlobal(p *problems) {
 			bad("user-domain-name", "required with username (or set user-domain-id, domain-name or domain-id)")
 		}
 	}
-	if !appCred && g.TenantID == "" && g.TenantName != "" &&
+	if g.TrustID != "" && appCred {
+		bad("trust-id", "cannot be used with an application credential")
+	}
+	if g.TrustID == "" && !appCred && g.TenantID == "" && g.TenantName != "" &&
 		g.TenantDomainID == "" && g.TenantDomainName == "" && g.DomainID == "" && g.DomainName == "" {
 		bad("tenant-domain-name", "required with tenant-name (or set tenant-domain-id, domain-name or domain-id)")
 	}

@@ -88,6 +88,18 @@ func TestAuthentication(t *testing.T) {
 			},
 		},
 		{
+			name:   "a trustee is scoped to its trust",
+			global: config.Global{UserID: "trustee", Password: "p", TrustID: "trust-1", TenantID: "ignored"},
+			check: func(t *testing.T, body map[string]any) {
+				if got := at(body, "auth", "identity", "password", "user", "id"); got != "trustee" {
+					t.Errorf("user id = %v", got)
+				}
+				if got := at(body, "auth", "scope", "OS-TRUST:trust", "id"); got != "trust-1" {
+					t.Errorf("trust = %v", got)
+				}
+			},
+		},
+		{
 			name:   "an application credential sends no scope",
 			global: config.Global{ApplicationCredentialID: "ac-1", ApplicationCredentialSecret: "s", TenantName: "ignored"},
 			check: func(t *testing.T, body map[string]any) {

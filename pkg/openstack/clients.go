@@ -142,6 +142,8 @@ func AuthOptions(g config.Global) gophercloud.AuthOptions {
 		projectDomainID, projectDomainName = g.DomainID, g.DomainName
 	}
 	switch {
+	case g.TrustID != "":
+		ao.Scope = &gophercloud.AuthScope{TrustID: g.TrustID}
 	case g.TenantID != "":
 		ao.Scope = &gophercloud.AuthScope{ProjectID: g.TenantID}
 	case g.TenantName != "":
