@@ -17,13 +17,15 @@ const (
 // MetaData is the part of openstack/latest/meta_data.json that matters for a
 // node. Unknown fields (keys, random_seed, ...) are ignored.
 type MetaData struct {
-	UUID             string            `json:"uuid"`
-	Name             string            `json:"name"`
-	Hostname         string            `json:"hostname"`
-	AvailabilityZone string            `json:"availability_zone"`
-	ProjectID        string            `json:"project_id"`
-	Meta             map[string]string `json:"meta"`
-	Devices          []Device          `json:"devices"`
+	UUID             string `json:"uuid"`
+	Name             string `json:"name"`
+	Hostname         string `json:"hostname"`
+	AvailabilityZone string `json:"availability_zone"`
+	ProjectID        string `json:"project_id"`
+	// Meta is the server's user metadata; unused here, and kept loose so
+	// that an odd value in it cannot stop a node from joining.
+	Meta    map[string]any `json:"meta"`
+	Devices []Device       `json:"devices"`
 }
 
 // Device is one entry of meta_data.json "devices" (Nova device tagging). A

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -83,6 +84,7 @@ func Resolve(ctx context.Context, cfg Config) (Settings, error) {
 		return Settings{}, err
 	}
 	s := Settings{Instance: inst, ProviderID: ProviderID(cfg.Region, inst.Meta.UUID), NodeIPs: ips}
+	warnIfNotLocal(ctx, ips, list)
 	klog.FromContext(ctx).Info("Resolved node settings", "source", inst.Source, "origin", inst.Origin,
 		"instance", inst.Meta.UUID, "name", inst.Meta.Name, "providerID", s.ProviderID, "nodeIP", s.NodeIP())
 	return s, nil
@@ -158,4 +160,27 @@ func compare(a, b *Instance) error {
 			"name", a.Source, a.Origin, a.Meta.Name, b.Source, b.Origin, b.Meta.Name, ErrInconsistent)
 	}
 	return nil
+}
+
+// warnIfNotLocal logs when a chosen address is on no local interface: the
+// kubelet validates its --node-ip against the host's addresses, so this
+// would fail later and less clearly. Only a warning, because the network may
+// still be coming up while stackward-node runs.
+func warnIfNotLocal(ctx context.Context, ips []netip.Addr, list InterfaceLister) {
+	locals, err := list()
+	if err != nil {
+		return
+	}
+	for _, ip := range ips {
+		found := false
+		for _, li := range locals {
+			if slices.Contains(li.Addrs, ip) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			klog.FromContext(ctx).Info("Warning: the node IP is not on any local interface (yet); the kubelet needs it there", "nodeIP", ip)
+		}
+	}
 }
