@@ -127,6 +127,18 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+func TestServiceClientFindsCatalogEntries(t *testing.T) {
+	f := newFakeCloud(t)
+	c, _ := newTestClients(t, passwordConfig(f.authURL()))
+	sc, err := c.ServiceClient("network")
+	if err != nil || sc.Endpoint != f.srv.URL+"/network/" {
+		t.Fatalf("ServiceClient(network) = %+v, %v", sc, err)
+	}
+	if _, err := c.ServiceClient("load-balancer"); err == nil || !strings.Contains(err.Error(), "find the load-balancer service") {
+		t.Fatalf("a service missing from the catalog: %v", err)
+	}
+}
+
 func TestAuthenticationFailureIsAnError(t *testing.T) {
 	f := newFakeCloud(t)
 	f.fail("POST", "/v3/auth/tokens", 401)

@@ -98,6 +98,13 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}, nil
 }
 
+// ServiceClient finds another service (e.g. "load-balancer") in the
+// catalog, the same way the compute and network clients were found. Calls on
+// it must go through c.Caller.
+func (c *Clients) ServiceClient(serviceType string) (*gophercloud.ServiceClient, error) {
+	return serviceClient(c.Provider, c.Endpoint, serviceType)
+}
+
 // serviceClient finds a service in the token's catalog. Unlike
 // gophers.NewComputeV2 and friends it does not ask each endpoint for its
 // versions: those requests would bypass the Caller (no metrics, no retry,
