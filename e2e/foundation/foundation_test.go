@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestEveryKubeadmFileInBootstrapValidates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(data), "apiVersion: kubeadm.k8s.io/") {
+		if !kubeadmDocument.Match(data) {
 			continue
 		}
 		validated++
@@ -113,6 +114,10 @@ func TestEveryKubeadmFileInBootstrapValidates(t *testing.T) {
 		t.Errorf("validated %d kubeadm files, want at least the init and join configurations", validated)
 	}
 }
+
+// kubeadmDocument matches a file with a top-level kubeadm document (not,
+// say, a cloud-init file that embeds one).
+var kubeadmDocument = regexp.MustCompile(`(?m)^apiVersion: kubeadm\.k8s\.io/`)
 
 func waitForCSR(ctx context.Context, t *testing.T, cp *framework.ControlPlane, signer, node string, cond func(*certificatesv1.CertificateSigningRequest) bool) *certificatesv1.CertificateSigningRequest {
 	t.Helper()

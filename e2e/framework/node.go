@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -45,7 +46,12 @@ func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
 	if err := AddAddress(opts.IP); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	// Short: the kubelet puts unix sockets under its root dir (108-byte limit).
+	dir, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	bootstrap := filepath.Join(dir, "bootstrap-kubelet.conf")
 	if err := cp.BootstrapKubeconfig(bootstrap); err != nil {
 		t.Fatal(err)

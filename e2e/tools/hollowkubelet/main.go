@@ -25,9 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
+	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
@@ -106,6 +106,10 @@ func run(ctx context.Context, c config) error {
 		MaxPods:     110,
 		NodeLabels:  map[string]string{},
 	})
+	// kubemark made itself a temporary root; we bring our own.
+	if err := os.RemoveAll(flags.RootDirectory); err != nil {
+		return err
+	}
 	flags.RootDirectory = c.rootDir
 	flags.CertDirectory = c.certDir
 	flags.NodeIP = c.nodeIP
