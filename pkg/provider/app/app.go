@@ -1,0 +1,224 @@
+// Package app turns the openstack provider into the stackward-ccm command:
+// k8s.io/cloud-provider's controller manager (flags, secure serving with
+// /healthz and /metrics, leader election, the controllers) with the
+// provider built explicitly from --cloud-config.
+//
+// It lives here rather than in main so that the binary and the e2e suite run
+// the very same wiring: main calls Run with os.Args, a test calls Run with a
+// kubeconfig, a cloud.conf and its own flags, in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	cloudprovider "k8s.io/cloud-provider"
+	ccmapp "k8s.io/cloud-provider/app"
+	ccmconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/configz"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+	k8sversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
+	"github.com/stackward/stackward/pkg/provider"
+	"github.com/stackward/stackward/pkg/version"
+)
+
+// Options are what a caller decides beyond the command line.
+type Options struct {
+	// Registerer receives Stackward's metrics (cloud call durations and
+	// errors). Nil means the component-base legacy registry, which is the
+	// one the CCM serves on its secure port's /metrics. Running the CCM
+	// twice in one process reuses the collectors already registered.
+	Registerer prometheus.Registerer
+	// NewClients builds the OpenStack clients from the loaded config; nil
+	// means openstack.NewClients. Tests may substitute fakes here.
+	NewClients func(ctx context.Context, cfg *config.Config, opts openstack.ClientOptions) (*openstack.Clients, error)
+}
+
+// Run runs stackward-ccm with args (without the program name) until ctx is
+// done or the command fails. It is the whole binary: main calls it with
+// os.Args[1:]; an e2e test calls it in-process, for example
+//
+//	app.Run(ctx, []string{
+//		"--kubeconfig=" + kubeconfig,
+//		"--cloud-config=" + cloudConf,
+//		"--leader-elect=false", // in-process: see below
+//		"--secure-port=0",
+//	}, app.Options{Registerer: prometheus.NewRegistry()})
+//
+// In-process callers should disable leader election: k8s.io/cloud-provider
+// runs it on a context it never cancels and exits the process when the
+// lease is lost, so with it on, cancelling ctx does not stop the CCM.
+func Run(ctx context.Context, args []string, opts Options) error {
+	cmd, err := NewCommand(ctx, opts)
+	if err != nil {
+		return err
+	}
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(ctx)
+}
+
+// allowReapplyingLogging lets the logging configuration be applied again
+// unchanged, which happens when one process runs the CCM twice (tests).
+var allowReapplyingLogging sync.Once
+
+// NewCommand returns the stackward-ccm command. It stops when ctx is done.
+func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
+	allowReapplyingLogging.Do(func() {
+		logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+	})
+
+	s, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		return nil, fmt.Errorf("default controller manager options: %w", err)
+	}
+	// The only provider this binary has; the flag stays for compatibility
+	// with manifests written for other CCMs.
+	s.KubeCloudShared.CloudProvider.Name = provider.ProviderName
+
+	flags := cliflag.NamedFlagSets{}
+	popts := provider.Options{}
+	addProviderFlags(flags.FlagSet("stackward"), &popts)
+
+	// The cloud is built in RunE, where an error can be returned, and handed
+	// to the app through this initializer, which cannot return one.
+	var cloud cloudprovider.Interface
+	initCloud := func(*ccmconfig.CompletedConfig) cloudprovider.Interface { return cloud }
+
+	constructors := controllerInitializers()
+	cmd := ccmapp.NewCloudControllerManagerCommand(s, initCloud, constructors, controllerAliases(constructors), flags, ctx.Done())
+	cmd.Use = "stackward-ccm"
+	cmd.Short = "OpenStack cloud-controller-manager for Kubernetes"
+	cmd.Long = longHelp
+	cmd.SilenceUsage = true
+
+	appRunE := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if f := cmd.Flags().Lookup("version"); f != nil && f.Value.String() != "false" {
+			fmt.Fprintf(cmd.OutOrStdout(), "stackward-ccm %s (k8s.io/cloud-provider %s)\n", version.Version, k8sversion.Get().GitVersion)
+			return nil
+		}
+		c, err := newCloud(ctx, s.KubeCloudShared.CloudProvider.Name, s.KubeCloudShared.CloudProvider.CloudConfigFile, popts, opts)
+		if err != nil {
+			return err
+		}
+		cloud = c
+		// The app registers /configz globally and never removes it; remove
+		// it so the CCM can run again in the same process.
+		defer configz.Delete(ccmapp.ConfigzName)
+		return appRunE(cmd, args)
+	}
+	return cmd, nil
+}
+
+// newCloud reads the cloud config and builds the provider and its clients.
+func newCloud(ctx context.Context, name, path string, popts provider.Options, opts Options) (*provider.Cloud, error) {
+	logger := klog.FromContext(ctx)
+	if name != provider.ProviderName {
+		return nil, fmt.Errorf("--cloud-provider=%q: stackward-ccm only provides %q", name, provider.ProviderName)
+	}
+	if path == "" {
+		return nil, errors.New("--cloud-config is required: the cloud.conf with the OpenStack credentials")
+	}
+	cfg, warnings, err := config.Load(path)
+	for _, w := range warnings {
+		logger.Info("Cloud config warning", "file", w.File, "line", w.Line, "section", w.Section, "key", w.Key, "warning", w.Msg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-config: %w", err)
+	}
+	newClients := opts.NewClients
+	if newClients == nil {
+		newClients = openstack.NewClients
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = legacyregistry.Registerer()
+	}
+	clients, err := newClients(ctx, cfg, openstack.ClientOptions{Registerer: reg, UserAgent: "stackward-ccm/" + version.Version})
+	if err != nil {
+		return nil, fmt.Errorf("openstack clients: %w", err)
+	}
+	cloud, err := provider.New(cfg, clients, popts)
+	if err != nil {
+		return nil, fmt.Errorf("openstack provider: %w", err)
+	}
+	logger.Info("Stackward cloud provider ready", "version", version.Version, "region", cfg.Global.Region, "cloudConfig", path)
+	return cloud, nil
+}
+
+// addProviderFlags adds the provider's own flags; the rest are the app's.
+func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
+	fs.BoolVar(&o.RegionInProviderID, "provider-id-with-region", false,
+		"Write providerIDs as openstack://<region>/<server uuid> instead of openstack:///<server uuid>. Lookups accept both. Requires region in [Global].")
+	fs.DurationVar(&o.ServerCacheTTL, "server-cache-ttl", provider.DefaultServerCacheTTL,
+		"How long one servers/detail listing answers the periodic address sync and lifecycle checks of every node. Node initialization always asks Nova directly.")
+}
+
+const longHelp = `stackward-ccm is the OpenStack cloud-controller-manager of Stackward.
+
+It runs k8s.io/cloud-provider's controllers against Nova:
+  cloud-node            initializes Nodes registered with --cloud-provider=external:
+                        providerID (openstack:///<server uuid>), InternalIP/ExternalIP/
+                        Hostname addresses, node.kubernetes.io/instance-type (the flavor),
+                        topology.kubernetes.io/zone (the availability zone) and region,
+                        then removes the node.cloudprovider.kubernetes.io/uninitialized
+                        taint; afterwards it keeps the addresses in sync.
+  cloud-node-lifecycle  deletes a NotReady Node whose server Nova says is gone and taints
+                        one whose server is SHUTOFF. A cloud error is never taken as
+                        "gone": nothing is deleted on uncertainty.
+(The service and route controllers come with load balancer and route support.)
+
+A Node without a providerID is matched to the server with exactly its name; several
+servers with that name is an error, never a guess.
+
+Required: --cloud-config=<cloud.conf> (upstream OpenStack CCM format: [Global] auth and
+region, [Networking], [Metadata], [LoadBalancer], [Route]) and --kubeconfig (or in-cluster
+credentials). --cloud-provider defaults to openstack.
+
+Leader election is on by default (Lease "cloud-controller-manager" in kube-system).
+Metrics, Stackward's (stackward_cloud_*) and the controllers', are served on the secure
+port's /metrics (default :10258), behind delegated authentication and authorization.`
+
+// controllerInitializers names the controllers this CCM runs, under the
+// names --controllers uses. The service and route controllers join here
+// when the provider implements LoadBalancer and Routes:
+//
+//	names.ServiceLBController: ccmapp.DefaultInitFuncConstructors[names.ServiceLBController],
+//	names.NodeRouteController: ccmapp.DefaultInitFuncConstructors[names.NodeRouteController],
+func controllerInitializers() map[string]ccmapp.ControllerInitFuncConstructor {
+	enabled := []string{
+		names.CloudNodeController,
+		names.CloudNodeLifecycleController,
+	}
+	out := make(map[string]ccmapp.ControllerInitFuncConstructor, len(enabled))
+	for _, name := range enabled {
+		out[name] = ccmapp.DefaultInitFuncConstructors[name]
+	}
+	return out
+}
+
+// controllerAliases keeps the short --controllers names (cloud-node,
+// cloud-node-lifecycle) of the controllers this CCM runs, so that asking
+// for one it does not run is an error rather than silently nothing.
+func controllerAliases(constructors map[string]ccmapp.ControllerInitFuncConstructor) map[string]string {
+	out := map[string]string{}
+	for alias, name := range names.CCMControllerAliases() {
+		if _, ok := constructors[name]; ok {
+			out[alias] = name
+		}
+	}
+	return out
+}

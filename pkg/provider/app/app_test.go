@@ -1,0 +1,162 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/cloud-provider/names"
+
+	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
+	"github.com/stackward/stackward/pkg/provider"
+)
+
+// run executes the command as main would, capturing its output.
+func run(t *testing.T, opts Options, args ...string) (string, error) {
+	t.Helper()
+	cmd, err := NewCommand(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("NewCommand: %v", err)
+	}
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err = cmd.Execute()
+	return out.String(), err
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestHelpExplainsTheCommand(t *testing.T) {
+	out, err := run(t, Options{}, "--help")
+	if err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{
+		"stackward-ccm is the OpenStack cloud-controller-manager",
+		"cloud-node-lifecycle",
+		"--cloud-config",
+		"--cloud-provider string", // the app's flags are there...
+		`(default "openstack")`,   // ...with this provider as the default
+		"--leader-elect",
+		"--provider-id-with-region", // and the provider's own
+		"--server-cache-ttl",
+		"/metrics",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not mention %q", want)
+		}
+	}
+}
+
+func TestVersionPrintsStackwardsVersion(t *testing.T) {
+	cmd, err := NewCommand(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --version is a process-wide flag of component-base: put it back.
+	t.Cleanup(func() { _ = cmd.Flags().Set("version", "false") })
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if !strings.HasPrefix(out.String(), "stackward-ccm dev") {
+		t.Fatalf("--version printed %q, want stackward-ccm's version", out.String())
+	}
+}
+
+func TestStartupFailsWithAReason(t *testing.T) {
+	valid := writeFile(t, "[Global]\nauth-url = https://keystone.example:5000/v3\nusername = u\npassword = p\ntenant-name = demo\ndomain-name = Default\nregion = RegionOne\n")
+	invalid := writeFile(t, "[Global]\ntls-insecure = maybe\n[Networking]\nipv6-support-disabled = perhaps\n")
+	noClients := func(context.Context, *config.Config, openstack.ClientOptions) (*openstack.Clients, error) {
+		return nil, errors.New("keystone said 401")
+	}
+	tests := []struct {
+		name    string
+		opts    Options
+		args    []string
+		wantErr []string
+	}{
+		{name: "no --cloud-config is an error", wantErr: []string{"--cloud-config is required"}},
+		{name: "another --cloud-provider is an error", args: []string{"--cloud-provider=aws", "--cloud-config=" + valid}, wantErr: []string{`only provides "openstack"`}},
+		{name: "a missing cloud config file is an error", args: []string{"--cloud-config=/nonexistent/cloud.conf"}, wantErr: []string{"/nonexistent/cloud.conf"}},
+		{name: "an invalid cloud config names the file and every problem", args: []string{"--cloud-config=" + invalid}, wantErr: []string{invalid, "tls-insecure", "ipv6-support-disabled"}},
+		{name: "failing to log in to the cloud is an error", opts: Options{NewClients: noClients}, args: []string{"--cloud-config=" + valid}, wantErr: []string{"openstack clients", "keystone said 401"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, tt.opts, tt.args...)
+			if err == nil {
+				t.Fatal("command succeeded, want an error")
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNewCloudHandsTheRegistryToTheClients(t *testing.T) {
+	path := writeFile(t, "[Global]\nauth-url = https://keystone.example:5000/v3\nusername = u\npassword = p\ntenant-name = demo\ndomain-name = Default\nregion = RegionOne\n")
+	reg := prometheus.NewRegistry()
+	var got openstack.ClientOptions
+	var gotRegion string
+	opts := Options{
+		Registerer: reg,
+		NewClients: func(_ context.Context, cfg *config.Config, o openstack.ClientOptions) (*openstack.Clients, error) {
+			got, gotRegion = o, cfg.Global.Region
+			return &openstack.Clients{Compute: openstack.NewServerCache(nil, 0)}, nil
+		},
+	}
+	cloud, err := newCloud(context.Background(), "openstack", path, provider.Options{}, opts)
+	if err != nil {
+		t.Fatalf("newCloud: %v", err)
+	}
+	if got.Registerer != reg || gotRegion != "RegionOne" || !strings.HasPrefix(got.UserAgent, "stackward-ccm/") {
+		t.Errorf("clients built with %+v for region %q, want the given registry, region RegionOne and a stackward-ccm user agent", got, gotRegion)
+	}
+	if cloud.ProviderName() != "openstack" {
+		t.Errorf("ProviderName = %q", cloud.ProviderName())
+	}
+}
+
+func TestControllersAreCloudNodeAndLifecycleOnly(t *testing.T) {
+	got := controllerInitializers()
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{names.CloudNodeController, names.CloudNodeLifecycleController}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("controllers = %v, want %v", keys, want)
+	}
+	for name, c := range got {
+		if c.Constructor == nil {
+			t.Errorf("controller %s has no constructor", name)
+		}
+	}
+	aliases := controllerAliases(got)
+	if aliases["cloud-node"] != names.CloudNodeController || aliases["cloud-node-lifecycle"] != names.CloudNodeLifecycleController || len(aliases) != 2 {
+		t.Errorf("aliases = %v, want cloud-node and cloud-node-lifecycle only", aliases)
+	}
+}

@@ -1,0 +1,171 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/nodeaddress"
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// instances answers the cloud-node and cloud-node-lifecycle controllers.
+//
+// Cloud calls: initializing a node (it still has the uninitialized taint)
+// asks Nova directly, one call (a GET by ID, or one filtered listing by
+// name), so the Node gets the server as it is now. Everything periodic (the
+// address sync of every node, the lifecycle checks of NotReady nodes) reads
+// the bulk server cache, one servers/detail listing per TTL for all nodes;
+// a server missing from the listing is asked about directly before anyone
+// concludes it is gone.
+type instances struct {
+	compute openstack.Compute
+	// cache is compute behind one bulk listing per TTL.
+	cache openstack.Compute
+	// region is [Global] region, reported as the node's region.
+	region string
+	// providerIDRegion is written into providerIDs ("" for openstack:///).
+	providerIDRegion string
+	// project names the project in messages.
+	project   string
+	addresses nodeaddress.Options
+	recorder  atomic.Pointer[record.EventRecorder]
+}
+
+var _ cloudprovider.InstancesV2 = (*instances)(nil)
+
+func (i *instances) setRecorder(r record.EventRecorder) { i.recorder.Store(&r) }
+
+// InstanceExists is false only when the cloud says definitively that the
+// server does not exist (a 404, no server with the node's name, or a server
+// in DELETED state). Any other failure is an error: the lifecycle controller
+// then leaves the Node alone.
+func (i *instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
+	server, err := i.lookup(ctx, node, true)
+	if openstack.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Instance does not exist", "node", klog.KObj(node), "reason", err.Error())
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return server.Status != openstack.StatusDeleted, nil
+}
+
+// InstanceShutdown is true for a SHUTOFF server. A server that does not
+// exist is not "shut down" (InstanceExists reports it).
+func (i *instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
+	server, err := i.lookup(ctx, node, true)
+	if openstack.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return server.Status == openstack.StatusShutoff, nil
+}
+
+// InstanceMetadata is what the cloud-node controller writes on the Node.
+func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	server, err := i.lookup(ctx, node, !uninitialized(node))
+	if err != nil {
+		i.recordLookupFailure(node, err)
+		return nil, err
+	}
+	if server.Status == openstack.StatusDeleted {
+		err := fmt.Errorf("node %q: server %s is deleted: %w", node.Name, server.ID, openstack.ErrNotFound)
+		i.recordLookupFailure(node, err)
+		return nil, err
+	}
+	addresses, err := nodeaddress.For(server, i.addresses)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %w", node.Name, err)
+	}
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    openstack.ProviderID(i.providerIDRegion, server.ID),
+		InstanceType:  sanitizeLabelValue(server.FlavorName),
+		NodeAddresses: addresses,
+		Zone:          sanitizeLabelValue(server.AvailabilityZone),
+		Region:        sanitizeLabelValue(i.region),
+	}, nil
+}
+
+// lookup finds the node's server: by providerID, or by exact name when the
+// Node has none. cached allows the bulk listing (periodic callers); a server
+// the listing does not have is still asked of Nova, so only Nova's own answer
+// can say "not found".
+func (i *instances) lookup(ctx context.Context, node *corev1.Node, cached bool) (*openstack.Server, error) {
+	providerID := node.Spec.ProviderID
+	if providerID != "" {
+		// A server of another region would be a 404 here, and "not found"
+		// deletes Nodes: refuse to answer instead.
+		region, _, err := openstack.ParseProviderID(providerID)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", node.Name, err)
+		}
+		if region != "" && region != i.region {
+			return nil, fmt.Errorf("node %q: providerID %q is in region %q, this cloud provider serves region %q", node.Name, providerID, region, i.region)
+		}
+	}
+	compute := i.compute
+	if cached {
+		compute = i.cache
+	}
+	server, err := openstack.ServerForNode(ctx, compute, providerID, node.Name)
+	if err != nil {
+		return nil, i.explain(node, err)
+	}
+	return server, nil
+}
+
+// explain says why a node has no server, in words a user reading the
+// Node's events can act on; the cause stays reachable with errors.Is.
+func (i *instances) explain(node *corev1.Node, err error) error {
+	if node.Spec.ProviderID != "" {
+		return fmt.Errorf("node %q: server for providerID %q: %w", node.Name, node.Spec.ProviderID, err)
+	}
+	const why = "looked up by exact name because the Node has no providerID"
+	switch {
+	case openstack.IsNotFound(err):
+		return fmt.Errorf("no server named %q in project %s (%s): %w", node.Name, i.project, why, err)
+	case errors.Is(err, openstack.ErrAmbiguous):
+		return fmt.Errorf("several servers named %q in project %s (%s; set the kubelet's --provider-id to choose one): %w", node.Name, i.project, why, err)
+	}
+	return fmt.Errorf("node %q: server named %q (%s): %w", node.Name, node.Name, why, err)
+}
+
+// recordLookupFailure puts a definitive failure (no server, several
+// servers) on the Node as a Warning Event. Transient cloud errors are only
+// logged: they fix themselves and would flood the events.
+func (i *instances) recordLookupFailure(node *corev1.Node, err error) {
+	reason := ""
+	switch {
+	case openstack.IsNotFound(err):
+		reason = "InstanceNotFound"
+	case errors.Is(err, openstack.ErrAmbiguous):
+		reason = "InstanceAmbiguous"
+	default:
+		return
+	}
+	if r := i.recorder.Load(); r != nil {
+		(*r).Event(node, corev1.EventTypeWarning, reason, err.Error())
+	}
+}
+
+// uninitialized is true while the cloud-node controller has not yet
+// initialized the node.
+func uninitialized(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
+}
