@@ -258,6 +258,15 @@ func (cp *ControlPlane) Logs() string {
 // BootstrapKubeconfig writes a kubeconfig that authenticates with the
 // bootstrap token, as `kubeadm join` gives a kubelet.
 func (cp *ControlPlane) BootstrapKubeconfig(path string) error {
+	return cp.writeTokenKubeconfig(path, "tls-bootstrap-token-user", cp.BootstrapToken)
+}
+
+// WriteKubeconfig writes a kubeconfig for a bearer-token identity.
+func (cp *ControlPlane) WriteKubeconfig(path string, cfg *rest.Config) error {
+	return cp.writeTokenKubeconfig(path, "identity", cfg.BearerToken)
+}
+
+func (cp *ControlPlane) writeTokenKubeconfig(path, user, token string) error {
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -266,14 +275,14 @@ clusters:
     server: %s
     certificate-authority-data: %s
 users:
-- name: tls-bootstrap-token-user
+- name: %s
   user:
     token: %s
 contexts:
-- name: bootstrap
-  context: {cluster: lab, user: tls-bootstrap-token-user}
-current-context: bootstrap
-`, cp.Server, b64(cp.CACert), cp.BootstrapToken)
+- name: lab
+  context: {cluster: lab, user: %s}
+current-context: lab
+`, cp.Server, b64(cp.CACert), user, token, user)
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }
 

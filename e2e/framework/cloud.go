@@ -1,0 +1,122 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackward/stackward/pkg/cloudsim"
+)
+
+// CloudIP is where the simulated OpenStack listens inside the lab.
+const CloudIP = "198.18.254.1"
+
+// Lab cloud names: the project's tenant network carries the node addresses,
+// the external network hands out floating IPs from TEST-NET-3.
+const (
+	LabNetwork      = "lab"
+	FloatingNetwork = "public"
+	LabRegion       = "RegionOne"
+)
+
+// Cloud is a stackward-cloudsim serving inside the lab.
+type Cloud struct {
+	Sim     *cloudsim.Sim
+	AuthURL string
+}
+
+// CloudOptions tune the simulated cloud.
+type CloudOptions struct {
+	TokenTTL     time.Duration
+	OctaviaDelay time.Duration
+	Latency      time.Duration
+}
+
+// LabSeed is the lab's cloud: one project and user, three flavors, two
+// availability zones, the node network and a floating network.
+func LabSeed() *cloudsim.Seed {
+	return &cloudsim.Seed{
+		Projects: []cloudsim.SeedProject{{Name: "lab"}},
+		Users:    []cloudsim.SeedUser{{Name: "stackward", Password: "lab-password", Project: "lab"}},
+		Flavors: []cloudsim.SeedFlavor{
+			{Name: "m1.small", VCPUs: 1, RAM: 2048, Disk: 20},
+			{Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
+			{Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
+		},
+		AvailabilityZones: []string{"az-1", "az-2"},
+		Networks: []cloudsim.SeedNetwork{
+			{Name: LabNetwork, Subnets: []cloudsim.SeedSubnet{{Name: "lab-v4", CIDR: NodeNetwork.String(), Gateway: "198.18.0.1"}}},
+			{Name: FloatingNetwork, External: true, Subnets: []cloudsim.SeedSubnet{{Name: "public-v4", CIDR: "203.0.113.0/24"}}},
+		},
+		Routers: []cloudsim.SeedRouter{{Name: "lab-router", ExternalNetwork: FloatingNetwork, Interfaces: []string{LabNetwork}}},
+	}
+}
+
+// StartCloud serves a simulated OpenStack on CloudIP (a port of its own per
+// call) until the test ends.
+func StartCloud(t testing.TB, opts CloudOptions) *Cloud {
+	t.Helper()
+	if err := AddAddress(CloudIP); err != nil {
+		t.Fatal(err)
+	}
+	sim, err := cloudsim.New(cloudsim.Options{
+		Seed:         LabSeed(),
+		TokenTTL:     opts.TokenTTL,
+		OctaviaDelay: opts.OctaviaDelay,
+		Latency:      opts.Latency,
+		Region:       LabRegion,
+		Registry:     prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatalf("cloudsim: %v", err)
+	}
+	authURL, stop, err := sim.Start(CloudIP + ":0")
+	if err != nil {
+		t.Fatalf("cloudsim: %v", err)
+	}
+	t.Cleanup(func() {
+		stop()
+		sim.Close()
+	})
+	return &Cloud{Sim: sim, AuthURL: authURL}
+}
+
+// CloudConf writes a cloud.conf for the lab cloud (upstream OpenStack CCM
+// keys) with extra lines appended, and returns its path.
+func (c *Cloud) CloudConf(t testing.TB, extra string) string {
+	t.Helper()
+	conf := fmt.Sprintf(`[Global]
+auth-url = %s
+region = %s
+username = stackward
+password = lab-password
+user-domain-name = Default
+tenant-name = lab
+tenant-domain-name = Default
+
+[Networking]
+public-network-name = %s
+%s`, c.AuthURL, LabRegion, FloatingNetwork, extra)
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// CreateServer adds a server on the lab network with the i-th node address.
+func (c *Cloud) CreateServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
+	t.Helper()
+	srv, err := c.Sim.CreateServer(cloudsim.ServerSpec{
+		Name: name, Flavor: flavor, AZ: az,
+		NICs: []cloudsim.NICSpec{{Network: LabNetwork, FixedIP: NodeIP(i)}},
+	})
+	if err != nil {
+		t.Fatalf("create server %s: %v", name, err)
+	}
+	return srv
+}

@@ -1,0 +1,84 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+// ChartNamespace and ChartRelease name the lab's install of the chart.
+const (
+	ChartNamespace = "kube-system"
+	ChartRelease   = "stackward"
+)
+
+// RenderChart runs `helm template` (Helm 3) over charts/stackward with the
+// given --set values and returns the manifests.
+func RenderChart(t testing.TB, showOnly string, set ...string) string {
+	t.Helper()
+	args := []string{"template", ChartRelease, filepath.Join(RepoRoot(), "charts", "stackward"), "--namespace", ChartNamespace}
+	if showOnly != "" {
+		args = append(args, "--show-only", showOnly)
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(Tool(t, "helm3"), args...).Output()
+	if err != nil {
+		msg := ""
+		if exit, ok := err.(*exec.ExitError); ok {
+			msg = string(exit.Stderr)
+		}
+		t.Fatalf("helm template: %v\n%s", err, msg)
+	}
+	return string(out)
+}
+
+// Apply applies manifests as cluster-admin with kubectl.
+func (cp *ControlPlane) Apply(t testing.TB, manifests string) {
+	t.Helper()
+	cmd := exec.Command("kubectl", "--kubeconfig", filepath.Join(KubernetesDir, "super-admin.conf"), "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifests)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}
+
+// InstallChartRBAC applies the chart's ServiceAccount and RBAC, exactly as
+// `helm install` would create them, and returns the ServiceAccount's name.
+func (cp *ControlPlane) InstallChartRBAC(t testing.TB) string {
+	t.Helper()
+	cp.Apply(t, RenderChart(t, "templates/rbac.yaml"))
+	return ChartRelease
+}
+
+// ServiceAccountConfig returns a client identity for a ServiceAccount, with
+// a token from the TokenRequest API (as a pod would get it).
+func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	tr, err := cp.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for serviceaccount %s/%s: %w", namespace, name, err)
+	}
+	return cp.RESTConfigForToken(tr.Status.Token), nil
+}
+
+// NodeByName finds a node in a list (nil when absent).
+func NodeByName(nodes []corev1.Node, name string) *corev1.Node {
+	for i := range nodes {
+		if nodes[i].Name == name {
+			return &nodes[i]
+		}
+	}
+	return nil
+}
