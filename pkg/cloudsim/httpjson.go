@@ -123,3 +123,8 @@ func fmtTime(t time.Time, layout string) string { return t.UTC().Format(layout) 
 
 // link is an OpenStack {"href","rel"} link.
 func link(href, rel string) map[string]any { return map[string]any{"href": href, "rel": rel} }
+
+// jsonRaw defers decoding of a part of a body.
+type jsonRaw = json.RawMessage
+
+func unmarshal(b jsonRaw, v any) error { return json.Unmarshal(b, v) }

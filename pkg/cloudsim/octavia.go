@@ -1,0 +1,256 @@
+package cloudsim
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Octavia (load-balancer v2): load balancers and the fully populated
+// single-call create. Children are in octavia_children.go, the state
+// machine in octavia_state.go.
+
+func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {
+	for _, ver := range []string{"/v2", "/v2.0"} {
+		p := lbPrefix + ver
+		h := func(pattern, name string, fn http.HandlerFunc) {
+			method, path, _ := strings.Cut(pattern, " ")
+			s.handle(mux, method+" "+p+path, op{service: ServiceLoadBalancer, name: name}, fn)
+		}
+		s.handle(mux, "GET "+p+"/{$}", op{service: ServiceLoadBalancer, name: "version", anonymous: true}, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"version": map[string]any{"id": octaviaMaxVersion, "status": "CURRENT",
+				"updated": "2023-02-01T00:00:00Z", "links": []any{link(baseURL(r)+lbPrefix+"/v2/", "self")}}})
+		})
+		h("GET /lbaas/loadbalancers", "loadbalancers.list", s.listLBs)
+		h("POST /lbaas/loadbalancers", "loadbalancers.create", s.createLB)
+		h("GET /lbaas/loadbalancers/{id}", "loadbalancers.get", s.getLB)
+		h("PUT /lbaas/loadbalancers/{id}", "loadbalancers.update", s.updateLB)
+		h("DELETE /lbaas/loadbalancers/{id}", "loadbalancers.delete", s.deleteLB)
+		h("GET /lbaas/loadbalancers/{id}/status", "loadbalancers.status", s.lbStatusTree)
+		s.routesLBChildren(h)
+	}
+}
+
+// octErr is an Octavia API error: status and faultstring.
+type octErr struct {
+	code int
+	msg  string
+}
+
+func (e *octErr) Error() string { return e.msg }
+
+func octFail(code int, format string, args ...any) error {
+	return &octErr{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeOctErr(w http.ResponseWriter, err error) {
+	var oe *octErr
+	if errors.As(err, &oe) {
+		octaviaError(w, oe.code, "%s", oe.msg)
+		return
+	}
+	octaviaError(w, statusFor(err), "%v", err)
+}
+
+type lbReq struct {
+	LB struct {
+		Name         *string       `json:"name"`
+		Description  *string       `json:"description"`
+		VIPSubnetID  string        `json:"vip_subnet_id"`
+		VIPNetworkID string        `json:"vip_network_id"`
+		VIPPortID    string        `json:"vip_port_id"`
+		VIPAddress   string        `json:"vip_address"`
+		Provider     string        `json:"provider"`
+		FlavorID     string        `json:"flavor_id"`
+		AZ           string        `json:"availability_zone"`
+		AdminStateUp *bool         `json:"admin_state_up"`
+		Tags         []string      `json:"tags"`
+		Listeners    []listenerReq `json:"listeners"`
+		Pools        []poolReq     `json:"pools"`
+	} `json:"loadbalancer"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *Sim) listLBs(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	var items []map[string]any
+	for _, lb := range s.state.lb.lbs.all() {
+		if visibleTo(r, lb.ProjectID) {
+			items = append(items, s.lbView(lb))
+		}
+	}
+	s.mu.RUnlock()
+	writeNeutronList(w, r, "loadbalancers", items)
+}
+
+// lbFor finds a visible LB or writes a 404.
+func (s *Sim) lbFor(w http.ResponseWriter, r *http.Request, id string) *lbObj {
+	lb, ok := s.state.lb.lbs.get(id)
+	if !ok || !visibleTo(r, lb.ProjectID) {
+		octaviaError(w, http.StatusNotFound, "Load Balancer %s not found.", id)
+		return nil
+	}
+	return lb
+}
+
+// mutableLB returns the LB if it may be changed now, else a 409 error as
+// Octavia words it.
+func (s *Sim) mutableLB(id string) (*lbObj, error) {
+	lb, ok := s.state.lb.lbs.get(id)
+	if !ok {
+		return nil, octFail(http.StatusNotFound, "Load Balancer %s not found.", id)
+	}
+	if lb.Prov != provActive {
+		return nil, octFail(http.StatusConflict, "Load Balancer %s is immutable and cannot be updated.", id)
+	}
+	return lb, nil
+}
+
+func (s *Sim) getLB(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": s.lbView(lb)})
+	}
+}
+
+func (s *Sim) lbStatusTree(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
+		writeJSON(w, http.StatusOK, s.statusTree(lb))
+	}
+}
+
+func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
+	var req lbReq
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer. %v", err)
+		return
+	}
+	b := req.LB
+	if b.VIPSubnetID == "" && b.VIPNetworkID == "" && b.VIPPortID == "" {
+		octaviaError(w, http.StatusBadRequest, "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
+		return
+	}
+	project := projectOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	if st.lbQuota > 0 {
+		n := 0
+		for _, lb := range st.lb.lbs.all() {
+			if lb.ProjectID == project {
+				n++
+			}
+		}
+		if n >= st.lbQuota {
+			octaviaError(w, http.StatusForbidden, "Quota has been met for resources: LoadBalancer")
+			return
+		}
+	}
+	provider := b.Provider
+	if provider == "" {
+		provider = "amphora"
+	}
+	lb := &lbObj{lbStatus: newStatus(project, "", str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
+		VIPSubnetID: b.VIPSubnetID, VIPNetworkID: b.VIPNetworkID, VIPPortID: b.VIPPortID, Provider: provider,
+		FlavorID: b.FlavorID, AZ: b.AZ}
+	lb.LBID = lb.ID
+	if err := st.createVIP(lb, b.VIPAddress); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			octaviaError(w, http.StatusBadRequest, "Validation failure: VIP subnet, network or port not found.")
+		} else {
+			octaviaError(w, statusFor(err), "Validation failure: %v", err)
+		}
+		return
+	}
+	st.lb.lbs.add(lb.ID, lb)
+	full := len(b.Listeners) > 0 || len(b.Pools) > 0
+	var err error
+	for i := range b.Listeners {
+		if _, err = s.newListener(lb, b.Listeners[i]); err != nil {
+			break
+		}
+	}
+	for i := 0; err == nil && i < len(b.Pools); i++ {
+		_, err = s.newPool(lb, "", b.Pools[i])
+	}
+	if err != nil {
+		s.removeLB(lb)
+		writeOctErr(w, err)
+		return
+	}
+	s.scheduleSettle(lb.ID)
+	view := s.lbView(lb)
+	if full {
+		view = s.fullLBView(lb)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": view})
+}
+
+func (s *Sim) updateLB(w http.ResponseWriter, r *http.Request) {
+	var req lbReq
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer. %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lbFor(w, r, r.PathValue("id")) == nil {
+		return
+	}
+	lb, err := s.mutableLB(r.PathValue("id"))
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	b := req.LB
+	if b.Name != nil {
+		lb.Name = *b.Name
+	}
+	if b.Description != nil {
+		lb.Description = *b.Description
+	}
+	if b.AdminStateUp != nil {
+		lb.AdminUp = *b.AdminStateUp
+	}
+	if b.Tags != nil {
+		lb.Tags = b.Tags
+	}
+	lb.mark(provPendingUpdate)
+	s.scheduleSettle(lb.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": s.lbView(lb)})
+}
+
+func (s *Sim) deleteLB(w http.ResponseWriter, r *http.Request) {
+	cascade := r.URL.Query().Get("cascade") == "true"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb := s.lbFor(w, r, r.PathValue("id"))
+	if lb == nil {
+		return
+	}
+	if lb.Prov != provActive && lb.Prov != provError {
+		octaviaError(w, http.StatusConflict, "Invalid state %s of loadbalancer resource %s", lb.Prov, lb.ID)
+		return
+	}
+	children := s.state.lb.statuses(lb.ID)
+	if len(children) > 0 && !cascade {
+		octaviaError(w, http.StatusBadRequest, "Validation failure: Cannot delete Load Balancer %s - it has children", lb.ID)
+		return
+	}
+	for _, c := range children {
+		c.mark(provPendingDelete)
+	}
+	lb.mark(provPendingDelete)
+	s.scheduleSettle(lb.ID)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,477 @@
+package cloudsim
+
+import (
+	"net/http"
+	"net/netip"
+)
+
+// Octavia listeners, pools, members and health monitors. Every change goes
+// through the LB lock: refused with 409 while the LB is PENDING_*, and puts
+// the LB into PENDING_UPDATE until the change settles.
+
+type listenerReq struct {
+	Name           *string           `json:"name"`
+	Description    *string           `json:"description"`
+	Protocol       string            `json:"protocol"`
+	ProtocolPort   int               `json:"protocol_port"`
+	LoadbalancerID string            `json:"loadbalancer_id"`
+	DefaultPoolID  *string           `json:"default_pool_id"`
+	DefaultPool    *poolReq          `json:"default_pool"`
+	ConnLimit      *int              `json:"connection_limit"`
+	AdminStateUp   *bool             `json:"admin_state_up"`
+	Tags           []string          `json:"tags"`
+	AllowedCIDRs   []string          `json:"allowed_cidrs"`
+	InsertHeaders  map[string]string `json:"insert_headers"`
+	TimeoutClient  *int              `json:"timeout_client_data"`
+	TimeoutConnect *int              `json:"timeout_member_connect"`
+	TimeoutMember  *int              `json:"timeout_member_data"`
+	TimeoutTCP     *int              `json:"timeout_tcp_inspect"`
+}
+
+type poolReq struct {
+	Name           *string         `json:"name"`
+	Description    *string         `json:"description"`
+	Protocol       string          `json:"protocol"`
+	LBAlgorithm    *string         `json:"lb_algorithm"`
+	LoadbalancerID string          `json:"loadbalancer_id"`
+	ListenerID     string          `json:"listener_id"`
+	Persistence    *map[string]any `json:"session_persistence"`
+	AdminStateUp   *bool           `json:"admin_state_up"`
+	Tags           []string        `json:"tags"`
+	Members        []memberReq     `json:"members"`
+	Monitor        *monitorReq     `json:"healthmonitor"`
+}
+
+type memberReq struct {
+	Name           *string  `json:"name"`
+	Address        string   `json:"address"`
+	ProtocolPort   int      `json:"protocol_port"`
+	Weight         *int     `json:"weight"`
+	SubnetID       string   `json:"subnet_id"`
+	AdminStateUp   *bool    `json:"admin_state_up"`
+	Backup         *bool    `json:"backup"`
+	MonitorAddress *string  `json:"monitor_address"`
+	MonitorPort    *int     `json:"monitor_port"`
+	Tags           []string `json:"tags"`
+}
+
+type monitorReq struct {
+	Name           *string  `json:"name"`
+	PoolID         string   `json:"pool_id"`
+	Type           string   `json:"type"`
+	Delay          *int     `json:"delay"`
+	Timeout        *int     `json:"timeout"`
+	MaxRetries     *int     `json:"max_retries"`
+	MaxRetriesDown *int     `json:"max_retries_down"`
+	HTTPMethod     *string  `json:"http_method"`
+	URLPath        *string  `json:"url_path"`
+	ExpectedCodes  *string  `json:"expected_codes"`
+	HTTPVersion    *float64 `json:"http_version"`
+	DomainName     *string  `json:"domain_name"`
+	AdminStateUp   *bool    `json:"admin_state_up"`
+	Tags           []string `json:"tags"`
+}
+
+func intOr(p *int, d int) int {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+var (
+	listenerProtocols = map[string]bool{"HTTP": true, "HTTPS": true, "TCP": true, "UDP": true, "TERMINATED_HTTPS": true, "SCTP": true, "PROMETHEUS": true}
+	poolProtocols     = map[string]bool{"HTTP": true, "HTTPS": true, "TCP": true, "UDP": true, "PROXY": true, "PROXYV2": true, "SCTP": true}
+	lbAlgorithms      = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
+	monitorTypes      = map[string]bool{"HTTP": true, "HTTPS": true, "PING": true, "TCP": true, "TLS-HELLO": true, "UDP-CONNECT": true, "SCTP": true}
+)
+
+func (s *Sim) newListener(lb *lbObj, b listenerReq) (*listenerObj, error) {
+	o := s.state.lb
+	if !listenerProtocols[b.Protocol] {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol. Value: '%s'.", b.Protocol)
+	}
+	if b.ProtocolPort < 1 || b.ProtocolPort > 65535 {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol_port. Value: '%d'.", b.ProtocolPort)
+	}
+	udp := b.Protocol == "UDP"
+	for _, l := range o.listeners.all() {
+		if l.LBID == lb.ID && l.Port == b.ProtocolPort && (l.Protocol == "UDP") == udp {
+			return nil, octFail(http.StatusConflict, "Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", l.Protocol, l.Port)
+		}
+	}
+	l := &listenerObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
+		Protocol: b.Protocol, Port: b.ProtocolPort, ConnLimit: intOr(b.ConnLimit, -1), AllowedCIDRs: b.AllowedCIDRs,
+		InsertHeaders: b.InsertHeaders,
+		Timeouts:      [4]int{intOr(b.TimeoutClient, 50000), intOr(b.TimeoutConnect, 5000), intOr(b.TimeoutMember, 50000), intOr(b.TimeoutTCP, 0)}}
+	if b.DefaultPoolID != nil && *b.DefaultPoolID != "" {
+		p, ok := o.pools.get(*b.DefaultPoolID)
+		if !ok || p.LBID != lb.ID {
+			return nil, octFail(http.StatusNotFound, "Pool %s not found.", *b.DefaultPoolID)
+		}
+		l.DefaultPoolID = p.ID
+	}
+	o.listeners.add(l.ID, l)
+	if b.DefaultPool != nil {
+		p, err := s.newPool(lb, l.ID, *b.DefaultPool)
+		if err != nil {
+			o.listeners.del(l.ID)
+			return nil, err
+		}
+		l.DefaultPoolID = p.ID
+	}
+	return l, nil
+}
+
+func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error) {
+	o := s.state.lb
+	if !poolProtocols[b.Protocol] {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol. Value: '%s'.", b.Protocol)
+	}
+	alg := "ROUND_ROBIN"
+	if b.LBAlgorithm != nil {
+		alg = *b.LBAlgorithm
+	}
+	if !lbAlgorithms[alg] {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute lb_algorithm. Value: '%s'.", alg)
+	}
+	if listenerID == "" {
+		listenerID = b.ListenerID
+	}
+	if listenerID != "" {
+		l, ok := o.listeners.get(listenerID)
+		if !ok || l.LBID != lb.ID {
+			return nil, octFail(http.StatusNotFound, "Listener %s not found.", listenerID)
+		}
+		if l.DefaultPoolID != "" && b.ListenerID != "" {
+			return nil, octFail(http.StatusConflict, "Listener %s is already using a default pool.", listenerID)
+		}
+	}
+	p := &poolObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
+		ListenerID: listenerID, Protocol: b.Protocol, Algorithm: alg}
+	if b.Persistence != nil {
+		p.Persistence = *b.Persistence
+	}
+	o.pools.add(p.ID, p)
+	if l, ok := o.listeners.get(listenerID); ok && l.DefaultPoolID == "" {
+		l.DefaultPoolID = p.ID
+	}
+	for _, m := range b.Members {
+		if _, err := s.newMember(p, m); err != nil {
+			s.removePool(p)
+			return nil, err
+		}
+	}
+	if b.Monitor != nil {
+		if _, err := s.newMonitor(p, *b.Monitor); err != nil {
+			s.removePool(p)
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (s *Sim) newMember(p *poolObj, b memberReq) (*memberObj, error) {
+	o := s.state.lb
+	if _, err := netip.ParseAddr(b.Address); err != nil {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute address. Value: '%s'.", b.Address)
+	}
+	if b.ProtocolPort < 1 || b.ProtocolPort > 65535 {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol_port. Value: '%d'.", b.ProtocolPort)
+	}
+	for _, m := range o.members.all() {
+		if m.PoolID == p.ID && m.Address == b.Address && m.Port == b.ProtocolPort && m.Prov != provPendingDelete {
+			return nil, octFail(http.StatusConflict, "Another member on this pool is already using ip %s on protocol_port %d", b.Address, b.ProtocolPort)
+		}
+	}
+	m := &memberObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
+		PoolID: p.ID, Address: b.Address, Port: b.ProtocolPort, Weight: intOr(b.Weight, 1), SubnetID: b.SubnetID,
+		MonitorAddress: b.MonitorAddress, MonitorPort: b.MonitorPort}
+	if b.Backup != nil {
+		m.Backup = *b.Backup
+	}
+	o.members.add(m.ID, m)
+	return m, nil
+}
+
+func (s *Sim) newMonitor(p *poolObj, b monitorReq) (*monitorObj, error) {
+	o := s.state.lb
+	if !monitorTypes[b.Type] {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute type. Value: '%s'.", b.Type)
+	}
+	if b.Delay == nil || b.Timeout == nil || b.MaxRetries == nil {
+		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute: delay, timeout and max_retries are mandatory.")
+	}
+	if p.MonitorID != "" {
+		return nil, octFail(http.StatusConflict, "This Octavia pool %s already has a health monitor", p.ID)
+	}
+	m := &monitorObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
+		PoolID: p.ID, Type: b.Type, Delay: *b.Delay, Timeout: *b.Timeout, MaxRetries: *b.MaxRetries,
+		MaxRetriesDown: intOr(b.MaxRetriesDown, 3), HTTPVersion: b.HTTPVersion, DomainName: str(b.DomainName)}
+	if b.Type == "HTTP" || b.Type == "HTTPS" {
+		m.HTTPMethod, m.URLPath, m.ExpectedCodes = "GET", "/", "200"
+		if b.HTTPMethod != nil {
+			m.HTTPMethod = *b.HTTPMethod
+		}
+		if b.URLPath != nil {
+			m.URLPath = *b.URLPath
+		}
+		if b.ExpectedCodes != nil {
+			m.ExpectedCodes = *b.ExpectedCodes
+		}
+	}
+	o.monitors.add(m.ID, m)
+	p.MonitorID = m.ID
+	return m, nil
+}
+
+func (s *Sim) routesLBChildren(h func(pattern, name string, fn http.HandlerFunc)) {
+	h("GET /lbaas/listeners", "listeners.list", s.listChildren("listeners"))
+	h("GET /lbaas/pools", "pools.list", s.listChildren("pools"))
+	h("GET /lbaas/healthmonitors", "healthmonitors.list", s.listChildren("healthmonitors"))
+	h("GET /lbaas/pools/{pool}/members", "members.list", s.listChildren("members"))
+	h("GET /lbaas/listeners/{id}", "listeners.get", s.getChild("listener"))
+	h("GET /lbaas/pools/{id}", "pools.get", s.getChild("pool"))
+	h("GET /lbaas/healthmonitors/{id}", "healthmonitors.get", s.getChild("healthmonitor"))
+	h("GET /lbaas/pools/{pool}/members/{id}", "members.get", s.getChild("member"))
+	h("POST /lbaas/listeners", "listeners.create", s.createListener)
+	h("POST /lbaas/pools", "pools.create", s.createPool)
+	h("POST /lbaas/healthmonitors", "healthmonitors.create", s.createMonitor)
+	h("POST /lbaas/pools/{pool}/members", "members.create", s.createMember)
+	h("PUT /lbaas/pools/{pool}/members", "members.batch_update", s.batchMembers)
+	h("PUT /lbaas/listeners/{id}", "listeners.update", s.updateChild("listener"))
+	h("PUT /lbaas/pools/{id}", "pools.update", s.updateChild("pool"))
+	h("PUT /lbaas/healthmonitors/{id}", "healthmonitors.update", s.updateChild("healthmonitor"))
+	h("PUT /lbaas/pools/{pool}/members/{id}", "members.update", s.updateChild("member"))
+	h("DELETE /lbaas/listeners/{id}", "listeners.delete", s.deleteChild("listener"))
+	h("DELETE /lbaas/pools/{id}", "pools.delete", s.deleteChild("pool"))
+	h("DELETE /lbaas/healthmonitors/{id}", "healthmonitors.delete", s.deleteChild("healthmonitor"))
+	h("DELETE /lbaas/pools/{pool}/members/{id}", "members.delete", s.deleteChild("member"))
+}
+
+// child finds an Octavia child object by kind: its status, JSON view, and
+// the statuses of its parents (which go PENDING_UPDATE with it).
+func (s *Sim) child(kind, id, pool string) (st *lbStatus, view func() map[string]any, parents []*lbStatus) {
+	o := s.state.lb
+	switch kind {
+	case "listener":
+		if x, ok := o.listeners.get(id); ok {
+			return &x.lbStatus, func() map[string]any { return s.listenerView(x) }, nil
+		}
+	case "pool":
+		if x, ok := o.pools.get(id); ok {
+			if l, ok := o.listeners.get(x.ListenerID); ok {
+				parents = append(parents, &l.lbStatus)
+			}
+			return &x.lbStatus, func() map[string]any { return s.poolView(x) }, parents
+		}
+	case "member":
+		if x, ok := o.members.get(id); ok && x.PoolID == pool {
+			p := o.pools.byID[x.PoolID]
+			return &x.lbStatus, func() map[string]any { return s.memberView(x) }, []*lbStatus{&p.lbStatus}
+		}
+	case "healthmonitor":
+		if x, ok := o.monitors.get(id); ok {
+			p := o.pools.byID[x.PoolID]
+			return &x.lbStatus, func() map[string]any { return s.monitorView(x) }, []*lbStatus{&p.lbStatus}
+		}
+	}
+	return nil, nil, nil
+}
+
+func octName(kind string) string {
+	return map[string]string{"listener": "Listener", "pool": "Pool", "member": "Member", "healthmonitor": "Health Monitor"}[kind]
+}
+
+func (s *Sim) listChildren(collection string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		lbID := q.Get("loadbalancer_id")
+		s.mu.RLock()
+		o := s.state.lb
+		var items []map[string]any
+		keep := func(x *lbStatus) bool {
+			return visibleTo(r, x.ProjectID) && (lbID == "" || x.LBID == lbID)
+		}
+		switch collection {
+		case "listeners":
+			for _, x := range o.listeners.all() {
+				if keep(&x.lbStatus) {
+					items = append(items, s.listenerView(x))
+				}
+			}
+		case "pools":
+			for _, x := range o.pools.all() {
+				if keep(&x.lbStatus) {
+					items = append(items, s.poolView(x))
+				}
+			}
+		case "healthmonitors":
+			for _, x := range o.monitors.all() {
+				if keep(&x.lbStatus) {
+					items = append(items, s.monitorView(x))
+				}
+			}
+		case "members":
+			if _, ok := o.pools.get(r.PathValue("pool")); !ok {
+				s.mu.RUnlock()
+				octaviaError(w, http.StatusNotFound, "Pool %s not found.", r.PathValue("pool"))
+				return
+			}
+			for _, x := range o.members.all() {
+				if x.PoolID == r.PathValue("pool") && keep(&x.lbStatus) {
+					items = append(items, s.memberView(x))
+				}
+			}
+		}
+		s.mu.RUnlock()
+		writeNeutronList(w, r, collection, items)
+	}
+}
+
+func (s *Sim) getChild(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		st, view, _ := s.child(kind, r.PathValue("id"), r.PathValue("pool"))
+		if st == nil || !visibleTo(r, st.ProjectID) {
+			octaviaError(w, http.StatusNotFound, "%s %s not found.", octName(kind), r.PathValue("id"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{kind: view()})
+	}
+}
+
+// lockFor takes the LB lock for a change: 409 while it is PENDING_*.
+func (s *Sim) lockFor(lbID string, parents ...*lbStatus) (*lbObj, error) {
+	lb, err := s.mutableLB(lbID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parents {
+		if p.pending() {
+			return nil, octFail(http.StatusConflict, "Load Balancer %s is immutable and cannot be updated.", lbID)
+		}
+	}
+	return lb, nil
+}
+
+// commit marks a change pending and schedules its settling.
+func (s *Sim) commit(lb *lbObj, parents []*lbStatus) {
+	for _, p := range parents {
+		p.mark(provPendingUpdate)
+	}
+	lb.mark(provPendingUpdate)
+	s.scheduleSettle(lb.ID)
+}
+
+func (s *Sim) createListener(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		L listenerReq `json:"listener"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute listener. %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb, err := s.lockFor(req.L.LoadbalancerID)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	l, err := s.newListener(lb, req.L)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	s.commit(lb, nil)
+	writeJSON(w, http.StatusCreated, map[string]any{"listener": s.listenerView(l)})
+}
+
+func (s *Sim) createPool(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		P poolReq `json:"pool"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute pool. %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lbID := req.P.LoadbalancerID
+	var parents []*lbStatus
+	if l, ok := s.state.lb.listeners.get(req.P.ListenerID); ok {
+		lbID = l.LBID
+		parents = append(parents, &l.lbStatus)
+	}
+	lb, err := s.lockFor(lbID, parents...)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	p, err := s.newPool(lb, "", req.P)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	s.commit(lb, parents)
+	writeJSON(w, http.StatusCreated, map[string]any{"pool": s.poolView(p)})
+}
+
+func (s *Sim) poolLock(poolID string) (*poolObj, *lbObj, error) {
+	p, ok := s.state.lb.pools.get(poolID)
+	if !ok {
+		return nil, nil, octFail(http.StatusNotFound, "Pool %s not found.", poolID)
+	}
+	lb, err := s.lockFor(p.LBID, &p.lbStatus)
+	return p, lb, err
+}
+
+func (s *Sim) createMember(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		M memberReq `json:"member"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute member. %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, lb, err := s.poolLock(r.PathValue("pool"))
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	m, err := s.newMember(p, req.M)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	s.commit(lb, []*lbStatus{&p.lbStatus})
+	writeJSON(w, http.StatusCreated, map[string]any{"member": s.memberView(m)})
+}
+
+func (s *Sim) createMonitor(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		M monitorReq `json:"healthmonitor"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute healthmonitor. %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, lb, err := s.poolLock(req.M.PoolID)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	m, err := s.newMonitor(p, req.M)
+	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	s.commit(lb, []*lbStatus{&p.lbStatus})
+	writeJSON(w, http.StatusCreated, map[string]any{"healthmonitor": s.monitorView(m)})
+}

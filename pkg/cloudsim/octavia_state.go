@@ -1,0 +1,325 @@
+package cloudsim
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Octavia's provisioning state machine. Every change puts the load balancer
+// and the touched objects into PENDING_*; after Options.OctaviaDelay they
+// settle into ACTIVE (or ERROR when a "provisioning" fault fires) and
+// PENDING_DELETE objects disappear. While an LB is PENDING_* it is immutable:
+// any change under it is a 409, which is what makes clients poll.
+
+const (
+	provActive        = "ACTIVE"
+	provError         = "ERROR"
+	provPendingCreate = "PENDING_CREATE"
+	provPendingUpdate = "PENDING_UPDATE"
+	provPendingDelete = "PENDING_DELETE"
+)
+
+// lbStatus is the part every Octavia object shares.
+type lbStatus struct {
+	ID, Name, Description, ProjectID, LBID string
+	AdminUp                                bool
+	Prov, Oper                             string
+	Tags                                   []string
+	Created                                time.Time
+	Updated                                *time.Time
+}
+
+func (o *lbStatus) pending() bool { return strings.HasPrefix(o.Prov, "PENDING_") }
+
+func (o *lbStatus) mark(prov string) {
+	o.Prov = prov
+	if prov != provPendingCreate {
+		now := time.Now().UTC()
+		o.Updated = &now
+	}
+}
+
+type lbObj struct {
+	lbStatus
+	VIPAddress, VIPPortID, VIPSubnetID, VIPNetworkID string
+	Provider, FlavorID, AZ                           string
+}
+
+type listenerObj struct {
+	lbStatus
+	Protocol, DefaultPoolID string
+	Port, ConnLimit         int
+	AllowedCIDRs            []string
+	InsertHeaders           map[string]string
+	Timeouts                [4]int // client data, member connect, member data, tcp inspect
+}
+
+type poolObj struct {
+	lbStatus
+	ListenerID, Protocol, Algorithm, MonitorID string
+	Persistence                                map[string]any
+}
+
+type memberObj struct {
+	lbStatus
+	PoolID, Address, SubnetID string
+	Port, Weight              int
+	Backup                    bool
+	MonitorAddress            *string
+	MonitorPort               *int
+}
+
+type monitorObj struct {
+	lbStatus
+	PoolID, Type, HTTPMethod, URLPath, ExpectedCodes, DomainName string
+	HTTPVersion                                                  *float64
+	Delay, Timeout, MaxRetries, MaxRetriesDown                   int
+}
+
+type octaviaState struct {
+	lbs       *coll[lbObj]
+	listeners *coll[listenerObj]
+	pools     *coll[poolObj]
+	members   *coll[memberObj]
+	monitors  *coll[monitorObj]
+}
+
+func newOctaviaState() *octaviaState {
+	return &octaviaState{lbs: newColl[lbObj](), listeners: newColl[listenerObj](), pools: newColl[poolObj](),
+		members: newColl[memberObj](), monitors: newColl[monitorObj]()}
+}
+
+func newStatus(projectID, lbID, name, desc string, adminUp *bool, tags []string) lbStatus {
+	up := adminUp == nil || *adminUp
+	if tags == nil {
+		tags = []string{}
+	}
+	return lbStatus{ID: newID(), Name: name, Description: desc, ProjectID: projectID, LBID: lbID, AdminUp: up,
+		Prov: provPendingCreate, Oper: "OFFLINE", Tags: tags, Created: time.Now().UTC()}
+}
+
+// statuses returns pointers to every object of an LB, LB last.
+func (o *octaviaState) statuses(lbID string) []*lbStatus {
+	var out []*lbStatus
+	for _, x := range o.listeners.all() {
+		if x.LBID == lbID {
+			out = append(out, &x.lbStatus)
+		}
+	}
+	for _, x := range o.pools.all() {
+		if x.LBID == lbID {
+			out = append(out, &x.lbStatus)
+		}
+	}
+	for _, x := range o.members.all() {
+		if x.LBID == lbID {
+			out = append(out, &x.lbStatus)
+		}
+	}
+	for _, x := range o.monitors.all() {
+		if x.LBID == lbID {
+			out = append(out, &x.lbStatus)
+		}
+	}
+	return out
+}
+
+// scheduleSettle finishes the LB's pending change after the Octavia delay.
+func (s *Sim) scheduleSettle(lbID string) {
+	time.AfterFunc(s.opts.OctaviaDelay, func() { s.settle(lbID) })
+}
+
+func (s *Sim) settle(lbID string) {
+	fail := s.provisioningFails()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	if st.closed {
+		return
+	}
+	o := st.lb
+	lb, ok := o.lbs.get(lbID)
+	if !ok || !lb.pending() {
+		return
+	}
+	if lb.Prov == provPendingDelete {
+		s.removeLB(lb)
+		return
+	}
+	final := provActive
+	if fail {
+		final = provError
+	}
+	live := st.activeServerIPs()
+	for _, x := range o.members.all() {
+		if x.LBID == lbID && x.Prov == provPendingDelete {
+			o.members.del(x.ID)
+		}
+	}
+	for _, x := range o.monitors.all() {
+		if x.LBID == lbID && x.Prov == provPendingDelete {
+			o.monitors.del(x.ID)
+			if p, ok := o.pools.get(x.PoolID); ok {
+				p.MonitorID = ""
+			}
+		}
+	}
+	for _, x := range o.pools.all() {
+		if x.LBID == lbID && x.Prov == provPendingDelete {
+			s.removePool(x)
+		}
+	}
+	for _, x := range o.listeners.all() {
+		if x.LBID == lbID && x.Prov == provPendingDelete {
+			o.listeners.del(x.ID)
+			for _, p := range o.pools.all() {
+				if p.ListenerID == x.ID {
+					p.ListenerID = ""
+				}
+			}
+		}
+	}
+	for _, x := range o.statuses(lbID) {
+		if x.pending() {
+			x.Prov = final
+		}
+	}
+	lb.Prov = final
+	// Operating status follows from the settled tree.
+	lb.Oper = onlineIf(lb.AdminUp && final == provActive)
+	for _, x := range o.listeners.all() {
+		if x.LBID == lbID {
+			x.Oper = onlineIf(x.AdminUp && x.Prov == provActive)
+		}
+	}
+	for _, p := range o.pools.all() {
+		if p.LBID != lbID {
+			continue
+		}
+		p.Oper = onlineIf(p.AdminUp && p.Prov == provActive)
+		if m, ok := o.monitors.get(p.MonitorID); ok {
+			m.Oper = onlineIf(m.AdminUp)
+		}
+		for _, m := range o.members.all() {
+			if m.PoolID != p.ID {
+				continue
+			}
+			switch {
+			case !m.AdminUp:
+				m.Oper = "OFFLINE"
+			case p.MonitorID == "":
+				m.Oper = "NO_MONITOR"
+			case live[m.Address]:
+				m.Oper = "ONLINE"
+			default:
+				m.Oper = "ERROR"
+			}
+		}
+	}
+}
+
+func onlineIf(ok bool) string {
+	if ok {
+		return "ONLINE"
+	}
+	return "OFFLINE"
+}
+
+// activeServerIPs are the fixed IPs of ACTIVE servers: what a health monitor
+// would find answering.
+func (st *state) activeServerIPs() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range st.ports.all() {
+		if sv, ok := st.servers.get(p.DeviceID); ok && sv.Status == "ACTIVE" {
+			for _, f := range p.FixedIPs {
+				out[f.IP] = true
+			}
+		}
+	}
+	return out
+}
+
+func (s *Sim) removePool(p *poolObj) {
+	o := s.state.lb
+	for _, m := range o.members.all() {
+		if m.PoolID == p.ID {
+			o.members.del(m.ID)
+		}
+	}
+	if p.MonitorID != "" {
+		o.monitors.del(p.MonitorID)
+	}
+	for _, l := range o.listeners.all() {
+		if l.DefaultPoolID == p.ID {
+			l.DefaultPoolID = ""
+		}
+	}
+	o.pools.del(p.ID)
+}
+
+func (s *Sim) removeLB(lb *lbObj) {
+	o := s.state.lb
+	for _, p := range o.pools.all() {
+		if p.LBID == lb.ID {
+			s.removePool(p)
+		}
+	}
+	for _, l := range o.listeners.all() {
+		if l.LBID == lb.ID {
+			o.listeners.del(l.ID)
+		}
+	}
+	if p, ok := s.state.ports.get(lb.VIPPortID); ok {
+		s.state.deletePort(p.ID)
+	}
+	o.lbs.del(lb.ID)
+}
+
+// createVIP makes the LB's VIP port in Neutron.
+func (st *state) createVIP(lb *lbObj, addr string) error {
+	var nw *network
+	var want []fixedIP
+	switch {
+	case lb.VIPPortID != "":
+		p, ok := st.ports.get(lb.VIPPortID)
+		if !ok {
+			return ErrNotFound
+		}
+		lb.VIPNetworkID = p.NetworkID
+		if len(p.FixedIPs) > 0 {
+			lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
+		}
+		return nil
+	case lb.VIPSubnetID != "":
+		sn, ok := st.subnets.get(lb.VIPSubnetID)
+		if !ok {
+			return ErrNotFound
+		}
+		nw = st.networks.byID[sn.NetworkID]
+		want = []fixedIP{{SubnetID: sn.ID, IP: addr}}
+	case lb.VIPNetworkID != "":
+		n, ok := st.networks.get(lb.VIPNetworkID)
+		if !ok {
+			return ErrNotFound
+		}
+		nw = n
+		if addr != "" {
+			want = []fixedIP{{IP: addr}}
+		} else if sn := st.subnetFor(nw, netip.Addr{}); sn != nil {
+			want = []fixedIP{{SubnetID: sn.ID}}
+		}
+	default:
+		return ErrInvalid
+	}
+	p, err := st.createPort(portSpec{Name: "octavia-lb-" + lb.ID, NetworkID: nw.ID, ProjectID: lb.ProjectID,
+		DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia", FixedIPs: want})
+	if err != nil {
+		return err
+	}
+	lb.VIPPortID, lb.VIPNetworkID = p.ID, nw.ID
+	if len(p.FixedIPs) > 0 {
+		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
+	}
+	return nil
+}
