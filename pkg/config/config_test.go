@@ -325,3 +325,10 @@ func TestTheTrusteeLogsInAsItself(t *testing.T) {
 		t.Errorf("Global = %v, want user-id te with the trustee's password", g)
 	}
 }
+
+func TestValidateNamesAConfigBuiltInCode(t *testing.T) {
+	err := Defaults().Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), "cloud config: [Global] auth-url: required") {
+		t.Fatalf("Validate = %v", err)
+	}
+}

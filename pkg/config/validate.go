@@ -11,7 +11,11 @@ import (
 // Validate checks the Config as a whole and returns every problem at once
 // (errors.Join of *FieldError, each matching ErrInvalid), or nil.
 func (c *Config) Validate() error {
-	p := &problems{file: c.Source}
+	file := c.Source
+	if file == "" {
+		file = "cloud config" // built in code rather than read
+	}
+	p := &problems{file: file}
 	c.validateGlobal(p)
 	c.validateMetadata(p)
 	c.validateLoadBalancer(p)
