@@ -250,10 +250,8 @@ func (s *Sim) wrap(o op, h http.HandlerFunc) http.Handler {
 			}
 			s.metrics.WithLabelValues(o.service, o.name, fmt.Sprint(code)).Inc()
 		}()
-		if o.service != ServiceMetadata {
-			if !s.applyFaults(rec, r, o) {
-				return
-			}
+		if !s.applyFaults(rec, r, o) {
+			return
 		}
 		if !o.anonymous {
 			tok, ok := s.checkToken(r.Header.Get("X-Auth-Token"))

@@ -1,5 +1,0 @@
-package cloudsim
-
-import "net/http"
-
-func (s *Sim) routesMetadata(mux *http.ServeMux) {}
