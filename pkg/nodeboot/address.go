@@ -115,7 +115,7 @@ func ChooseNodeIPs(inst *Instance, sel Selector, list InterfaceLister) ([]netip.
 					inst.Origin, n.ID, a, fam, n.Type, ErrInvalidMetadata)
 			}
 			if !usable(a) {
-				notes = append(notes, fmt.Sprintf("%s: %s is not a unicast address", n.ID, a))
+				notes = append(notes, fmt.Sprintf("%s: %s is loopback, link-local, multicast or unspecified", n.ID, a))
 				continue
 			}
 			cands = append(cands, candidate{addr: a, net: n.ID})
