@@ -73,7 +73,7 @@ type candidate struct {
 
 // ChooseNodeIPs picks the node IP(s) from an instance's network data.
 // Networks without a static address (DHCP, SLAAC) use the address of the
-// local interface whose MAC is the link's. origin names the source in errors.
+// local interface whose MAC is the link's. Errors name inst.Origin.
 func ChooseNodeIPs(inst *Instance, sel Selector, list InterfaceLister) ([]netip.Addr, error) {
 	nd := inst.Network
 	links := map[string]Link{}
