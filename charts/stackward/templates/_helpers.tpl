@@ -24,3 +24,76 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
+
+{{/* Labels that select the pods: stable across upgrades. */}}
+{{- define "stackward.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: cloud-controller-manager
+{{- end -}}
+
+{{/* An image reference; the tag defaults to the chart's appVersion. */}}
+{{- define "stackward.image" -}}
+{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- end -}}
+
+{{/* The Secret holding cloud.conf: the user's or the chart's. */}}
+{{- define "stackward.cloudConfigSecret" -}}
+{{- default (printf "%s-cloud-config" (include "stackward.fullname" .)) .Values.cloudConfig.existingSecret -}}
+{{- end -}}
+
+{{/* Whether the chart creates the cloud-config Secret (and checks its values). */}}
+{{- define "stackward.createCloudConfig" -}}
+{{- $c := .Values.cloudConfig -}}
+{{- if and $c.existingSecret (or $c.contents $c.config $c.extraFiles) -}}
+{{- fail "cloudConfig: existingSecret cannot be combined with contents, config or extraFiles (the chart does not write to a Secret it does not own)" -}}
+{{- end -}}
+{{- if and $c.extraFiles (not (or $c.contents $c.config)) -}}
+{{- fail "cloudConfig: extraFiles go into the chart's Secret, which needs contents or config" -}}
+{{- end -}}
+{{- if and $c.contents $c.config -}}
+{{- fail "cloudConfig: set contents or config, not both" -}}
+{{- end -}}
+{{- if and (not $c.existingSecret) (or $c.contents $c.config) -}}true{{- end -}}
+{{- end -}}
+
+{{/* cloud.conf rendered from cloudConfig.config: gcfg syntax, strings
+double-quoted with \ and " escaped, lists as repeated keys. */}}
+{{- define "stackward.cloudConf" -}}
+{{- range $section, $keys := .Values.cloudConfig.config }}
+[{{ $section }}]
+{{- range $key, $value := $keys }}
+{{- $values := kindIs "slice" $value | ternary $value (list $value) }}
+{{- range $values }}
+{{- if kindIs "string" . }}
+{{ $key }} = "{{ . | replace "\\" "\\\\" | replace "\"" "\\\"" }}"
+{{- else }}
+{{ $key }} = {{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The checksum that rolls the pods when the cloud config changes. For an
+existing Secret it is taken from the live object (lookup), so it is absent
+from `helm template` output and from a first install that precedes the
+Secret. */}}
+{{- define "stackward.cloudConfigChecksum" -}}
+{{- if include "stackward.createCloudConfig" . -}}
+{{- include "stackward.cloudConfigData" . | sha256sum -}}
+{{- else if .Values.cloudConfig.existingSecret -}}
+{{- with lookup "v1" "Secret" .Release.Namespace .Values.cloudConfig.existingSecret -}}
+{{- toJson .data | sha256sum -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The data of the chart's cloud-config Secret, base64 values. */}}
+{{- define "stackward.cloudConfigData" -}}
+{{- $c := .Values.cloudConfig -}}
+{{ $c.key }}: {{ (ternary $c.contents (include "stackward.cloudConf" . | trimPrefix "\n" | printf "%s\n") (ne $c.contents "")) | b64enc }}
+{{- range $name, $content := $c.extraFiles }}
+{{ $name }}: {{ $content | b64enc }}
+{{- end }}
+{{- end -}}
