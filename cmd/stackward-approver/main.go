@@ -1,0 +1,142 @@
+// Command stackward-approver approves kubelet serving certificate requests
+// only after checking every requested name and IP against the cloud. It runs
+// as a sidecar of stackward-ccm; see pkg/approver for the rules.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/approver"
+	"github.com/stackward/stackward/pkg/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	explain := len(args) > 0 && args[0] == "explain"
+	if explain {
+		args = args[1:]
+	}
+	fs, cfg := newFlags()
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger := klog.Background().WithName("stackward-approver")
+	ctx = klog.NewContext(ctx, logger)
+	defer klog.Flush()
+
+	if explain {
+		if fs.NArg() != 1 {
+			fmt.Fprintln(os.Stderr, "usage: stackward-approver explain [flags] <csr-name>")
+			return 2
+		}
+		if err := approver.Explain(ctx, *cfg, fs.Arg(0), os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "explain:", err)
+			return 1
+		}
+		return 0
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "unexpected arguments %q (the only subcommand is explain)\n", fs.Args())
+		return 2
+	}
+	logger.Info("Starting", "version", version.Version)
+	if err := approver.Run(ctx, *cfg); err != nil {
+		logger.Error(err, "Exiting")
+		return 1
+	}
+	logger.Info("Stopped")
+	return 0
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func newFlags() (*flag.FlagSet, *approver.Config) {
+	cfg := &approver.Config{}
+	fs := flag.NewFlagSet("stackward-approver", flag.ContinueOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "",
+		"Path to a kubeconfig. Empty: the in-cluster service account (the normal case in the CCM pod).")
+	fs.StringVar(&cfg.CloudConfig, "cloud-config", "",
+		"Path to the cloud.conf the CCM uses (required). Its credentials are used to look instances up, and its [Networking]\n"+
+			"section decides which addresses a node has, exactly as the CCM publishes them. Give both containers the same file.")
+	fs.Var((*stringList)(&cfg.DNSSuffixes), "dns-suffix",
+		"A DNS suffix whose <node name>.<suffix> and <server name>.<suffix> are allowed as DNS SANs (repeatable).\n"+
+			"Without it only the bare node name, server name and Hostname addresses are allowed. Also lets a node whose name is\n"+
+			"<server name>.<suffix> vouch for that server.")
+	fs.DurationVar(&cfg.MaxExpiration, "max-expiration", 0,
+		"Deny requests whose spec.expirationSeconds asks for longer than this (e.g. 720h). 0: no cap here; the signer's\n"+
+			"--cluster-signing-duration still applies.")
+	fs.BoolVar(&cfg.LeavePendingOnDeny, "leave-pending-on-deny", false,
+		"Dry run for denials: record what would be denied (Event on the CSR, log, metric) but leave the request pending,\n"+
+			"so a person can decide. Approvals still happen.")
+	fs.BoolVar(&cfg.SubjectAccessReview, "subject-access-review", false,
+		"Also require that the requesting node may create certificatesigningrequests/selfnodeserver (checked with a\n"+
+			"SubjectAccessReview). For clusters that grant serving certificates to some nodes only.")
+	fs.IntVar(&cfg.MaxPendingPerNode, "max-pending-per-node", approver.DefaultMaxPendingPerNode,
+		"At most this many pending requests of one node are considered at a time, oldest first; the others stay pending\n"+
+			"until those are decided. Bounds the cloud calls a misbehaving kubelet can cause. 0: no cap.")
+	fs.Float64Var(&cfg.CloudQPS, "cloud-qps", approver.DefaultCloudQPS,
+		"Maximum cloud lookups per second (one per request decided); requests wait their turn. 0: unlimited.")
+	fs.IntVar(&cfg.CloudBurst, "cloud-burst", approver.DefaultCloudBurst, "Burst allowed above --cloud-qps.")
+	fs.IntVar(&cfg.Workers, "workers", 2, "Requests decided in parallel.")
+	fs.BoolVar(&cfg.LeaderElection.Enabled, "leader-elect", true,
+		"Decide only while holding a Lease, so that one of several replicas acts. Disable only with a single replica.")
+	fs.StringVar(&cfg.LeaderElection.Namespace, "leader-elect-resource-namespace", approver.DefaultLeaseNamespace,
+		"Namespace of the leader election Lease.")
+	fs.StringVar(&cfg.LeaderElection.LeaseName, "leader-elect-resource-name", approver.DefaultLeaseName,
+		"Name of the leader election Lease (must differ from the CCM's).")
+	fs.DurationVar(&cfg.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a standby waits after the leader's last renewal before taking the Lease over.")
+	fs.DurationVar(&cfg.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it stops deciding (and exits); shorter than the lease duration.")
+	fs.DurationVar(&cfg.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often the Lease is tried and renewed.")
+	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
+		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
+			"\"0\" disables it.")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	klogFlags.VisitAll(func(f *flag.Flag) {
+		if f.Name == "v" || f.Name == "vmodule" {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, `stackward-approver %s: approves kubelet serving certificate requests (signer kubernetes.io/kubelet-serving)
+only after checking every requested IP and DNS name against what the cloud reports for the requesting node's instance.
+
+Other signers' requests are never touched. A request the cloud proves wrong is denied with a reason naming the
+offending value; when the cloud or the apiserver cannot answer, the request stays pending and is retried.
+
+Usage:
+  stackward-approver [flags]                  run (normally as a sidecar of stackward-ccm)
+  stackward-approver explain [flags] <csr>    show, check by check, what would be decided for one CSR; changes nothing
+
+Flags:
+`, version.Version)
+		fs.PrintDefaults()
+	}
+	return fs, cfg
+}

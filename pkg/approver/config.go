@@ -1,0 +1,112 @@
+package approver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Config is everything stackward-approver needs to run as a process: the
+// decision Options plus where the apiserver and the cloud are, leader
+// election and the health/metrics endpoint.
+type Config struct {
+	Options
+
+	// RESTConfig reaches the apiserver; when nil, Kubeconfig is loaded
+	// (empty Kubeconfig: in-cluster).
+	RESTConfig *rest.Config
+	Kubeconfig string
+
+	// Cloud answers the instance lookups. When nil, it is built from the
+	// cloud.conf at CloudConfig. When CloudConfig is set, its [Networking]
+	// section also shapes the addresses (Policy.Addresses), as in the CCM.
+	Cloud       Cloud
+	CloudConfig string
+
+	LeaderElection LeaderElection
+
+	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
+	// "0" serves nothing.
+	MetricsBindAddress string
+}
+
+// LeaderElection configures the Lease that makes one replica decide.
+type LeaderElection struct {
+	Enabled   bool
+	Namespace string
+	LeaseName string
+	// Identity names this replica in the Lease; default hostname_random.
+	Identity      string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// Defaults for the flags and for zero fields.
+const (
+	DefaultLeaseName          = "stackward-approver"
+	DefaultLeaseNamespace     = "kube-system"
+	DefaultMaxPendingPerNode  = 3
+	DefaultCloudQPS           = 10
+	DefaultCloudBurst         = 20
+	DefaultMetricsBindAddress = ":10263"
+)
+
+func (le *LeaderElection) withDefaults() {
+	if le.LeaseName == "" {
+		le.LeaseName = DefaultLeaseName
+	}
+	if le.Namespace == "" {
+		le.Namespace = DefaultLeaseNamespace
+	}
+	if le.LeaseDuration <= 0 {
+		le.LeaseDuration = 15 * time.Second
+	}
+	if le.RenewDeadline <= 0 {
+		le.RenewDeadline = 10 * time.Second
+	}
+	if le.RetryPeriod <= 0 {
+		le.RetryPeriod = 2 * time.Second
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Cloud == nil && c.CloudConfig == "" {
+		errs = append(errs, errors.New("--cloud-config: required (the approver verifies every request against the cloud)"))
+	}
+	if c.MaxExpiration < 0 {
+		errs = append(errs, fmt.Errorf("--max-expiration: %s is negative", c.MaxExpiration))
+	}
+	if c.MaxExpiration > 0 && c.MaxExpiration < 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--max-expiration: %s is below the 10m minimum the apiserver allows for spec.expirationSeconds", c.MaxExpiration))
+	}
+	if c.MaxPendingPerNode < 0 {
+		errs = append(errs, fmt.Errorf("--max-pending-per-node: %d is negative", c.MaxPendingPerNode))
+	}
+	if c.CloudQPS < 0 {
+		errs = append(errs, fmt.Errorf("--cloud-qps: %v is negative", c.CloudQPS))
+	}
+	if c.CloudQPS > 0 && c.CloudBurst < 1 {
+		errs = append(errs, fmt.Errorf("--cloud-burst: %d must be at least 1 when --cloud-qps is set", c.CloudBurst))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("--workers: %d is negative", c.Workers))
+	}
+	for _, s := range c.DNSSuffixes {
+		if s == "" || s == "." {
+			errs = append(errs, fmt.Errorf("--dns-suffix: %q is empty", s))
+		}
+	}
+	le := c.LeaderElection
+	if le.Enabled {
+		le.withDefaults()
+		if le.RenewDeadline >= le.LeaseDuration {
+			errs = append(errs, fmt.Errorf("leader election: renew deadline %s must be shorter than the lease duration %s", le.RenewDeadline, le.LeaseDuration))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,204 @@
+package approver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/version"
+)
+
+// Run runs the approver until ctx is done: it builds the clients, serves
+// health and metrics, and decides CSRs while it holds the Lease (or always,
+// without leader election). It returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	logger := klog.FromContext(ctx)
+	reg := prometheus.NewRegistry()
+	var gatherer prometheus.Gatherer = reg
+	if cfg.Registerer == nil {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Registerer = reg
+	} else if g, ok := cfg.Registerer.(prometheus.Gatherer); ok {
+		gatherer = g
+	}
+
+	client, err := newKubeClient(cfg)
+	if err != nil {
+		return err
+	}
+	cloud, err := buildCloud(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	c, err := NewController(client, cloud, cfg.Options)
+	if err != nil {
+		return err
+	}
+
+	var leading atomic.Bool
+	health := newHealthServer(cfg.MetricsBindAddress, gatherer, func() error {
+		if cfg.LeaderElection.Enabled && !leading.Load() {
+			return nil // a standby replica is ready to take over
+		}
+		if !c.HasSynced() {
+			return errors.New("CSR and Node caches not synced yet")
+		}
+		return nil
+	})
+	healthDone, err := health.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { <-healthDone }()
+
+	if !cfg.LeaderElection.Enabled {
+		leading.Store(true)
+		return c.Run(ctx)
+	}
+	return runLeading(ctx, client, cfg.LeaderElection, &leading, c.Run, logger)
+}
+
+func newKubeClient(cfg Config) (kubernetes.Interface, error) {
+	rc := cfg.RESTConfig
+	if rc == nil {
+		var err error
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %q: %w", cfg.Kubeconfig, err)
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "stackward-approver/" + version.Version
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+// runLeading decides CSRs only while this replica holds the Lease. Losing
+// the Lease while ctx is still live is an error: the process exits and its
+// restart competes again, with fresh caches.
+func runLeading(ctx context.Context, client kubernetes.Interface, le LeaderElection, leading *atomic.Bool,
+	run func(context.Context) error, logger klog.Logger) error {
+	le.withDefaults()
+	if le.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("leader election identity: %w", err)
+		}
+		le.Identity = host + "_" + uuid.NewString()
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.LeaseName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	runErr := make(chan error, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            le.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Leading: deciding CSRs", "lease", le.Namespace+"/"+le.LeaseName, "identity", le.Identity)
+				leading.Store(true)
+				runErr <- run(ctx)
+			},
+			OnStoppedLeading: func() {
+				leading.Store(false)
+				logger.Info("Stopped leading", "lease", le.Namespace+"/"+le.LeaseName)
+			},
+			OnNewLeader: func(id string) {
+				if id != le.Identity {
+					logger.Info("Standing by", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx)
+	if ctx.Err() == nil {
+		return errors.New("lost the leader election lease")
+	}
+	select {
+	case err := <-runErr:
+		return err
+	case <-time.After(le.RenewDeadline):
+		return nil // never led, or the controller is still draining
+	}
+}
+
+// healthServer serves /healthz (the process is alive), /readyz (it can
+// decide, or stands by) and /metrics.
+type healthServer struct {
+	addr   string
+	server *http.Server
+}
+
+func newHealthServer(addr string, gatherer prometheus.Gatherer, ready func() error) *healthServer {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	return &healthServer{addr: addr, server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+}
+
+// start listens (so a bad address fails Run at once) and serves until ctx
+// is done; the returned channel closes when the server has shut down.
+func (h *healthServer) start(ctx context.Context) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if h.addr == "" || h.addr == "0" {
+		close(done)
+		return done, nil
+	}
+	ln, err := net.Listen("tcp", h.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-bind-address %s: %w", h.addr, err)
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Serving health and metrics", "address", ln.Addr().String())
+	go func() {
+		if err := h.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Health and metrics server failed")
+		}
+	}()
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = h.server.Shutdown(shutdownCtx)
+	}()
+	return done, nil
+}
