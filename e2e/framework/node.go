@@ -34,6 +34,9 @@ type NodeOptions struct {
 type Node struct {
 	NodeOptions
 	Process *Process
+
+	dir  string
+	args []string
 }
 
 // StartNode starts a hollow kubelet that joins with the bootstrap token, as
@@ -70,8 +73,19 @@ func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
 		args = append(args, "--provider-id", opts.ProviderID)
 	}
 	args = append(args, opts.ExtraArgs...)
-	p := StartProcessForTest(t, dir, "kubelet-"+opts.Name, Tool(t, "hollow-kubelet"), args...)
-	return &Node{NodeOptions: opts, Process: p}
+	n := &Node{NodeOptions: opts, dir: dir, args: args}
+	n.Start(t)
+	return n
+}
+
+// Start (re)starts the node's kubelet, as booting the VM again would: it
+// keeps its certificates and root directory.
+func (n *Node) Start(t testing.TB) {
+	t.Helper()
+	if n.Process != nil {
+		n.Process.Kill()
+	}
+	n.Process = StartProcessForTest(t, n.dir, "kubelet-"+n.Name, Tool(t, "hollow-kubelet"), n.args...)
 }
 
 // Stop powers the node off: its kubelet stops at once.
