@@ -34,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if limit := c.opts.MaxPendingPerNode; limit > 0 {
 		pending := c.pendingOf(csr.Spec.Username)
 		if i := indexOf(pending, name); i >= limit {
-			c.metrics.observe(outcomeDeferred, reasonOverNodeCap, 0)
+			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
 			logger.Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
 				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
 			return nil

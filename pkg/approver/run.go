@@ -31,6 +31,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
+	client, err := newKubeClient(cfg)
+	if err != nil {
+		return err
+	}
+	return runWithClient(ctx, cfg, client, nil)
+}
+
+// runWithClient is Run on a given client; onListen, when set, learns the
+// health server's address (tests listen on port 0).
+func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface, onListen func(string)) error {
 	logger := klog.FromContext(ctx)
 	reg := prometheus.NewRegistry()
 	var gatherer prometheus.Gatherer = reg
@@ -39,11 +49,6 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Registerer = reg
 	} else if g, ok := cfg.Registerer.(prometheus.Gatherer); ok {
 		gatherer = g
-	}
-
-	client, err := newKubeClient(cfg)
-	if err != nil {
-		return err
 	}
 	cloud, err := buildCloud(ctx, &cfg)
 	if err != nil {
@@ -64,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	})
-	healthDone, err := health.start(ctx)
+	healthDone, err := health.start(ctx, onListen)
 	if err != nil {
 		return err
 	}
@@ -176,7 +181,7 @@ func newHealthServer(addr string, gatherer prometheus.Gatherer, ready func() err
 
 // start listens (so a bad address fails Run at once) and serves until ctx
 // is done; the returned channel closes when the server has shut down.
-func (h *healthServer) start(ctx context.Context) (<-chan struct{}, error) {
+func (h *healthServer) start(ctx context.Context, onListen func(string)) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if h.addr == "" || h.addr == "0" {
 		close(done)
@@ -188,6 +193,9 @@ func (h *healthServer) start(ctx context.Context) (<-chan struct{}, error) {
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Serving health and metrics", "address", ln.Addr().String())
+	if onListen != nil {
+		onListen(ln.Addr().String())
+	}
 	go func() {
 		if err := h.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error(err, "Health and metrics server failed")

@@ -1,0 +1,101 @@
+package approver
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+)
+
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestRunLeadsDecidesServesAndShutsDown runs the whole process logic on a
+// fake apiserver: it takes the Lease, approves, serves health and metrics,
+// and on cancel stops cleanly and gives the Lease up.
+func TestRunLeadsDecidesServesAndShutsDown(t *testing.T) {
+	client := fake.NewClientset(makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}}))
+	cfg := Config{
+		Options: Options{Policy: testPolicy, RateLimiter: fastRetries()},
+		Cloud:   testCloud(),
+		LeaderElection: LeaderElection{Enabled: true, Namespace: "kube-system", Identity: "test-replica",
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
+		MetricsBindAddress: "127.0.0.1:0",
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- runWithClient(ctx, cfg, client, func(a string) { addr <- a }) }()
+	base := "http://" + <-addr
+
+	if c := waitCondition(t, client, "good"); c.Type != certificatesv1.CertificateApproved {
+		t.Fatalf("condition %+v, want Approved", c)
+	}
+	if code, body := get(base + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d %s", code, body)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		code, _ := get(base + "/readyz")
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Errorf("/readyz never became ready: %v", err)
+	}
+	if code, body := get(base + "/metrics"); code != http.StatusOK || !strings.Contains(body, `stackward_csr_decisions_total{decision="approved",reason="StackwardVerified"} 1`) {
+		t.Errorf("/metrics: %d, missing the approval counter:\n%s", code, body)
+	}
+	lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, DefaultLeaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "test-replica" {
+		t.Fatalf("lease %+v, %v; want held by test-replica", lease, err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	lease, err = client.CoordinationV1().Leases("kube-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
+	if err != nil || (lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "") {
+		t.Errorf("lease not released on shutdown: %+v, %v", lease.Spec, err)
+	}
+}
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	cfg := Config{Options: Options{
+		Policy:            Policy{MaxExpiration: time.Minute, DNSSuffixes: []string{"."}},
+		MaxPendingPerNode: -1, CloudQPS: 5,
+	}, LeaderElection: LeaderElection{Enabled: true, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"--cloud-config", "--max-expiration", "--max-pending-per-node", "--cloud-burst", "--dns-suffix", "renew deadline"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
