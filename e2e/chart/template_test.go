@@ -1,0 +1,304 @@
+//go:build e2e
+
+package chart
+
+import (
+	"bytes"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stackward/stackward/pkg/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden `helm template` outputs in testdata/golden")
+
+// TestGoldenTemplates renders the chart with Helm 3 for every ci values
+// file and compares with testdata/golden/<name>.yaml; `go test -tags e2e
+// ./e2e/chart -run TestGoldenTemplates -update` rewrites them. Helm 4 must
+// render the same manifests (it only separates documents differently).
+func TestGoldenTemplates(t *testing.T) {
+	files := ciValuesFiles(t)
+	for _, name := range sortedKeys(files) {
+		t.Run(name, func(t *testing.T) {
+			got := helmTemplate(t, "helm3", files[name])
+			golden := filepath.Join("testdata", "golden", name+".yaml")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("helm template -f %s differs from %s (run with -update if the change is intended):\n%s", files[name], golden, firstDifference(string(want), got))
+			}
+			if h4 := helmTemplate(t, "helm4", files[name]); !slices.Equal(documents(h4), documents(got)) {
+				t.Errorf("helm4 renders other manifests than helm3:\n%s", firstDifference(got, h4))
+			}
+		})
+	}
+}
+
+// documents splits a multi-document YAML stream into trimmed documents.
+func documents(s string) []string {
+	var docs []string
+	for _, d := range strings.Split(s, "\n---\n") {
+		if d = strings.TrimSpace(strings.TrimPrefix(d, "---")); d != "" {
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, wl, gl)
+		}
+	}
+	return "(no line differs)"
+}
+
+// TestLintStrict runs `helm lint --strict` with Helm 3 and Helm 4 over the
+// chart's defaults and every ci values file.
+func TestLintStrict(t *testing.T) {
+	files := ciValuesFiles(t)
+	files["chart defaults"] = ""
+	for _, bin := range []string{"helm3", "helm4"} {
+		for _, name := range sortedKeys(files) {
+			t.Run(bin+"/"+name, func(t *testing.T) {
+				args := []string{"lint", "--strict", chartDir(), "--namespace", "kube-system"}
+				if files[name] != "" {
+					args = append(args, "-f", files[name])
+				}
+				out, stderr, err := helm(t, bin, args...)
+				if err != nil || !strings.Contains(out, "0 chart(s) failed") {
+					t.Fatalf("%s %v: %v\n%s%s", bin, args, err, out, stderr)
+				}
+				// --strict fails on warnings; errors and warnings are the
+				// only levels it reports besides INFO.
+				for _, bad := range []string{"[ERROR]", "[WARNING]"} {
+					if strings.Contains(out, bad) {
+						t.Errorf("%s lint reports %s:\n%s", bin, bad, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSchemaRejectsBadValues: typos and wrong types fail `helm template`
+// (so also install and upgrade) with an error naming the value.
+func TestSchemaRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		set  string
+		want []string
+	}{
+		{"replicas as a word is rejected", "replicas=two", []string{"/replicas", "got string, want integer"}},
+		{"an unknown top-level key is rejected", "replica=2", []string{"additional properties 'replica' not allowed"}},
+		{"an unknown workload kind is rejected", "kind=StatefulSet", []string{"/kind", "Deployment", "DaemonSet"}},
+		{"a nested typo is rejected", "ccm.image.pullpolicy=Always", []string{"/ccm/image", "additional properties 'pullpolicy' not allowed"}},
+		{"an unknown cloud.conf key is rejected", "cloudConfig.config.Global.auth-urll=https://keystone", []string{"/cloudConfig/config/Global", "'auth-urll' not allowed"}},
+		{"a cloud.conf key of the wrong type is rejected", "cloudConfig.config.LoadBalancer.max-shared-lb=many", []string{"/cloudConfig/config/LoadBalancer/max-shared-lb", "want integer"}},
+		{"an out-of-range port is rejected", "ccm.securePort=70000", []string{"/ccm/securePort"}},
+		{"an existing Secret and inline contents conflict", "cloudConfig.existingSecret=mine,cloudConfig.contents=[Global]", []string{"existingSecret cannot be combined with contents"}},
+		{"inline contents and structured config conflict", "cloudConfig.contents=[Global],cloudConfig.config.Route.router-id=r1", []string{"set contents or config, not both"}},
+	}
+	for _, bin := range []string{"helm3", "helm4"} {
+		for _, tt := range tests {
+			t.Run(bin+"/"+tt.name, func(t *testing.T) {
+				out, stderr, err := helm(t, bin, "template", "x", chartDir(), "--set", tt.set)
+				if err == nil {
+					t.Fatalf("--set %s was accepted:\n%s", tt.set, out)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("--set %s: error does not say %q:\n%s", tt.set, w, stderr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// rendered is one ci values file's output, decoded.
+type rendered struct {
+	kinds    map[string]int
+	pod      corev1.PodTemplateSpec
+	workload string
+	secrets  map[string]corev1.Secret
+}
+
+func render(t *testing.T, valuesFile string) rendered {
+	t.Helper()
+	r := rendered{kinds: map[string]int{}, secrets: map[string]corev1.Secret{}}
+	for _, doc := range documents(helmTemplate(t, "helm3", valuesFile)) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		r.kinds[meta.Kind]++
+		switch meta.Kind {
+		case "Deployment":
+			var d appsv1.Deployment
+			mustUnmarshalStrict(t, doc, &d)
+			r.pod, r.workload = d.Spec.Template, meta.Kind
+		case "DaemonSet":
+			var d appsv1.DaemonSet
+			mustUnmarshalStrict(t, doc, &d)
+			r.pod, r.workload = d.Spec.Template, meta.Kind
+		case "Secret":
+			var s corev1.Secret
+			mustUnmarshalStrict(t, doc, &s)
+			r.secrets[s.Name] = s
+		}
+	}
+	return r
+}
+
+// mustUnmarshalStrict decodes into the API type and fails on fields the
+// type does not have (a misspelt field in a template).
+func mustUnmarshalStrict(t *testing.T, doc string, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatalf("%v in\n%s", err, doc)
+	}
+}
+
+// TestRenderedPodIsHardened checks, for every ci values file, what the
+// chart promises of its pod whatever the values.
+func TestRenderedPodIsHardened(t *testing.T) {
+	files := ciValuesFiles(t)
+	for _, name := range sortedKeys(files) {
+		t.Run(name, func(t *testing.T) {
+			r := render(t, files[name])
+			if r.workload == "" || r.kinds["Deployment"]+r.kinds["DaemonSet"] != 1 {
+				t.Fatalf("want exactly one Deployment or DaemonSet, got %v", r.kinds)
+			}
+			spec := r.pod.Spec
+			if !spec.HostNetwork || spec.PriorityClassName != "system-cluster-critical" {
+				t.Errorf("hostNetwork %v, priorityClassName %q", spec.HostNetwork, spec.PriorityClassName)
+			}
+			for _, key := range []string{"node.cloudprovider.kubernetes.io/uninitialized", "node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready"} {
+				if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == key }) {
+					t.Errorf("no toleration for %s", key)
+				}
+			}
+			psc := spec.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+				psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod securityContext is not hardened: %+v", psc)
+			}
+			if len(spec.Containers) == 0 || spec.Containers[0].Name != "ccm" {
+				t.Fatalf("first container is not ccm: %+v", spec.Containers)
+			}
+			for _, c := range spec.Containers {
+				sc := c.SecurityContext
+				if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+					sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+					sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+					sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+					t.Errorf("container %s securityContext is not hardened: %+v", c.Name, sc)
+				}
+				if c.LivenessProbe == nil || c.ReadinessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet == nil {
+					t.Errorf("container %s lacks HTTP liveness/readiness probes", c.Name)
+				}
+				if c.Resources.Requests.Memory().IsZero() {
+					t.Errorf("container %s has no memory request", c.Name)
+				}
+				if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "cloud-config" && m.ReadOnly }) {
+					t.Errorf("container %s does not mount cloud-config read-only", c.Name)
+				}
+				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward/") }) {
+					t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)
+				}
+			}
+			// A chart-made Secret rolls the pod through the checksum.
+			if len(r.secrets) > 0 && r.pod.Annotations["checksum/cloud-config"] == "" {
+				t.Errorf("the chart creates %d Secret(s) but the pod has no checksum/cloud-config annotation", len(r.secrets))
+			}
+			if r.workload == "Deployment" && r.kinds["PodDisruptionBudget"] != 1 {
+				t.Errorf("a Deployment comes with a PodDisruptionBudget, got %v", r.kinds)
+			}
+			if r.workload == "DaemonSet" && r.kinds["PodDisruptionBudget"] != 0 {
+				t.Errorf("a DaemonSet comes without a PodDisruptionBudget, got %v", r.kinds)
+			}
+		})
+	}
+}
+
+// TestDefaultImagesNameNoRegistry: the chart does not pick a registry for
+// its users; the default repositories are plain names.
+func TestDefaultImagesNameNoRegistry(t *testing.T) {
+	r := render(t, ciValuesFiles(t)["default"])
+	for _, c := range r.pod.Spec.Containers {
+		repo, _, _ := strings.Cut(c.Image, ":")
+		first, _, _ := strings.Cut(repo, "/")
+		if strings.ContainsAny(first, ".:") || first == "localhost" {
+			t.Errorf("container %s image %q names a registry host", c.Name, c.Image)
+		}
+	}
+}
+
+// TestStructuredCloudConfigParses: cloud.conf rendered from structured
+// values is read back by stackward's own parser without a warning, with
+// quoting and repeated keys intact.
+func TestStructuredCloudConfigParses(t *testing.T) {
+	r := render(t, ciValuesFiles(t)["servicemonitor"])
+	s, ok := r.secrets["stackward-cloud-config"]
+	if !ok {
+		t.Fatalf("no Secret stackward-cloud-config; secrets: %v", r.secrets)
+	}
+	data := s.Data["cloud.conf"]
+	if len(data) == 0 {
+		// The rendered YAML carries base64 in data; UnmarshalStrict into
+		// []byte decodes it, so an empty value means the key is missing.
+		t.Fatalf("Secret has no cloud.conf: %v", s.Data)
+	}
+	cfg, warnings, err := config.Parse("cloud.conf", bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("rendered cloud.conf does not parse: %v\n%s", err, data)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("rendered cloud.conf has warnings: %v\n%s", warnings, data)
+	}
+	if cfg.Global.Password != `not-a-real "password"` {
+		t.Errorf("password %q: quoting lost\n%s", cfg.Global.Password, data)
+	}
+	if cfg.Global.TenantName != "kubernetes" || cfg.Global.AuthURL != "https://keystone.example.com:5000/v3" {
+		t.Errorf("Global %+v", cfg.Global)
+	}
+	if !slices.Equal(cfg.Networking.InternalNetworkNames, []string{"k8s-nodes", "k8s-storage"}) {
+		t.Errorf("internal networks %v: a list must become repeated keys\n%s", cfg.Networking.InternalNetworkNames, data)
+	}
+	if cfg.LoadBalancer.MonitorMaxRetries != 2 {
+		t.Errorf("monitor-max-retries %d", cfg.LoadBalancer.MonitorMaxRetries)
+	}
+	if ca := s.Data["ca.crt"]; !bytes.Contains(ca, []byte("BEGIN CERTIFICATE")) {
+		t.Errorf("extraFiles ca.crt missing: %q", base64.StdEncoding.EncodeToString(ca))
+	}
+}
