@@ -44,9 +44,11 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	switch {
 	case errors.Is(err, openstack.ErrNotFound):
 		if providerID != "" {
-			return deny(ReasonInstanceNotFound, "no instance with provider ID %s (Node %s) in the cloud", providerID, r.nodeName)
+			return deny(ReasonInstanceNotFound, "no instance with provider ID %s (Node %s) in the cloud: %v", providerID, r.nodeName, err)
 		}
 		return deny(ReasonInstanceNotFound, "no instance named %q in the cloud", r.nodeName)
+	case errors.Is(err, openstack.ErrInvalidProviderID):
+		return deny(ReasonInvalidProviderID, "Node %s has provider ID %q, which is not an instance of this cloud: %v", r.nodeName, providerID, err)
 	case errors.Is(err, openstack.ErrAmbiguous):
 		return deny(ReasonInstanceAmbiguous, "several instances are named %q in the cloud; cannot tell which one is the node", r.nodeName)
 	case err != nil:

@@ -2,13 +2,14 @@ package approver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/nodeaddress"
+	"github.com/stackward/stackward/pkg/openstack"
+	"github.com/stackward/stackward/pkg/version"
 )
 
 // buildCloud loads cfg.CloudConfig (when set) so the addresses follow its
@@ -29,5 +30,38 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 	if cfg.Cloud != nil {
 		return cfg.Cloud, nil
 	}
-	return nil, errors.New("--cloud-config: building the OpenStack clients is not wired yet")
+	clients, err := openstack.NewClients(ctx, cc, openstack.ClientOptions{
+		Registerer: cfg.Registerer,
+		UserAgent:  "stackward-approver/" + version.Version,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-config %s: %w", cfg.CloudConfig, err)
+	}
+	return NewOpenStackCloud(clients.Compute, clients.Region), nil
+}
+
+// NewOpenStackCloud returns the Cloud that asks Nova through compute. It
+// deliberately does not use the CCM's ServerCache: an approval rests on the
+// cloud's answer now, not on a listing a few seconds old (a floating IP just
+// moved to another server must not be approved for the old one).
+func NewOpenStackCloud(compute openstack.Compute, region string) Cloud {
+	return &openStackCloud{compute: compute, region: region}
+}
+
+type openStackCloud struct {
+	compute openstack.Compute
+	region  string
+}
+
+func (c *openStackCloud) ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error) {
+	if providerID != "" && c.region != "" {
+		if region, _, err := openstack.ParseProviderID(providerID); err == nil && region != "" && region != c.region {
+			return nil, fmt.Errorf("provider ID %s is in region %q, this cloud is region %q: %w", providerID, region, c.region, openstack.ErrNotFound)
+		}
+	}
+	srv, err := openstack.ServerForNode(ctx, c.compute, providerID, nodeName)
+	if err != nil {
+		return nil, fmt.Errorf("server for node %q: %w", nodeName, err)
+	}
+	return srv, nil
 }

@@ -56,6 +56,7 @@ const (
 	ReasonExpirationTooLong    = "ExpirationTooLong"
 	ReasonInstanceNotFound     = "InstanceNotFound"
 	ReasonInstanceAmbiguous    = "InstanceAmbiguous"
+	ReasonInvalidProviderID    = "InvalidProviderID"
 	ReasonInstanceDeleted      = "InstanceDeleted"
 	ReasonInstanceNameMismatch = "InstanceNameMismatch"
 	ReasonIPNotOfInstance      = "IPNotOfInstance"
