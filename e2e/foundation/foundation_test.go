@@ -7,8 +7,6 @@ package foundation
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,13 +37,16 @@ func TestKubeletJoinsWithABootstrapTokenAndItsServingCSRStaysPending(t *testing.
 
 	// (a) The client certificate: requested with the bootstrap token,
 	// auto-approved and signed by the real kube-controller-manager.
-	client := waitForCSR(ctx, t, cp, certificatesv1.KubeAPIServerClientKubeletSignerName, node.Name, func(c *certificatesv1.CertificateSigningRequest) bool {
+	client, err := cp.WaitForCSR(ctx, certificatesv1.KubeAPIServerClientKubeletSignerName, node.Name, time.Minute, func(c *certificatesv1.CertificateSigningRequest) bool {
 		return len(c.Status.Certificate) > 0
 	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, cp.Logs())
+	}
 	if !strings.HasPrefix(client.Spec.Username, "system:bootstrap:") {
 		t.Errorf("client CSR requested by %q, want the bootstrap token's user system:bootstrap:<id>", client.Spec.Username)
 	}
-	if !hasCondition(client, certificatesv1.CertificateApproved) {
+	if framework.Condition(client, certificatesv1.CertificateApproved) == nil {
 		t.Errorf("client CSR has no Approved condition: %+v", client.Status.Conditions)
 	}
 
@@ -62,7 +63,10 @@ func TestKubeletJoinsWithABootstrapTokenAndItsServingCSRStaysPending(t *testing.
 
 	// (b) The serving certificate: requested by the node itself for its
 	// name and --node-ip, and left pending by kube-controller-manager.
-	serving := waitForCSR(ctx, t, cp, certificatesv1.KubeletServingSignerName, node.Name, func(*certificatesv1.CertificateSigningRequest) bool { return true })
+	serving, err := cp.WaitForCSR(ctx, certificatesv1.KubeletServingSignerName, node.Name, time.Minute, func(*certificatesv1.CertificateSigningRequest) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if serving.Spec.Username != "system:node:"+node.Name {
 		t.Errorf("serving CSR requested by %q, want system:node:%s", serving.Spec.Username, node.Name)
 	}
@@ -71,7 +75,7 @@ func TestKubeletJoinsWithABootstrapTokenAndItsServingCSRStaysPending(t *testing.
 		if err != nil {
 			return false, err
 		}
-		if len(c.Status.Conditions) > 0 || len(c.Status.Certificate) > 0 {
+		if !framework.IsPending(c) {
 			t.Fatalf("serving CSR %s was decided without an approver: %+v", c.Name, c.Status.Conditions)
 		}
 		return false, nil
@@ -118,59 +122,6 @@ func TestEveryKubeadmFileInBootstrapValidates(t *testing.T) {
 // kubeadmDocument matches a file with a top-level kubeadm document (not,
 // say, a cloud-init file that embeds one).
 var kubeadmDocument = regexp.MustCompile(`(?m)^apiVersion: kubeadm\.k8s\.io/`)
-
-func waitForCSR(ctx context.Context, t *testing.T, cp *framework.ControlPlane, signer, node string, cond func(*certificatesv1.CertificateSigningRequest) bool) *certificatesv1.CertificateSigningRequest {
-	t.Helper()
-	var found *certificatesv1.CertificateSigningRequest
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := cp.Admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for i := range list.Items {
-			c := &list.Items[i]
-			if c.Spec.SignerName != signer || !requestedFor(c, node) {
-				continue
-			}
-			found = c
-			if cond(c) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s CSR for node %s (last seen: %+v): %v\n%s", signer, node, found, err, cp.Logs())
-	}
-	return found
-}
-
-// requestedFor tells whether a CSR is the named node's: serving CSRs by the
-// requesting node user, client CSRs by the subject in the request.
-func requestedFor(c *certificatesv1.CertificateSigningRequest, node string) bool {
-	if c.Spec.Username == "system:node:"+node {
-		return true
-	}
-	return csrSubjectIs(c, "system:node:"+node)
-}
-
-func hasCondition(c *certificatesv1.CertificateSigningRequest, typ certificatesv1.RequestConditionType) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == typ && cond.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-func csrSubjectIs(c *certificatesv1.CertificateSigningRequest, cn string) bool {
-	block, _ := pem.Decode(c.Spec.Request)
-	if block == nil {
-		return false
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	return err == nil && req.Subject.CommonName == cn
-}
 
 func runCommand(bin string, args ...string) (string, error) {
 	out, err := exec.Command(bin, args...).CombinedOutput()
