@@ -1,0 +1,475 @@
+//go:build e2e
+
+package chart
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/stackward/stackward/e2e/framework"
+)
+
+const (
+	// sdkRelease differs from framework.ChartRelease so that its
+	// cluster-scoped RBAC never meets the lab's kubectl-applied copy.
+	sdkRelease = "stackward-sdk"
+	// sdkSA is the chart's ServiceAccount: the release's full name.
+	sdkSA = sdkRelease
+	ns    = framework.ChartNamespace
+	// instanceSelector selects every object the chart labels.
+	instanceSelector = "app.kubernetes.io/instance=" + sdkRelease
+	checksumKey      = "checksum/cloud-config"
+)
+
+// helmConfig is an action.Configuration for the lab's apiserver, as
+// cluster-admin, keeping releases in Secrets like the helm CLI.
+func helmConfig(t *testing.T, cp *framework.ControlPlane) *action.Configuration {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, cp.AdminConfig); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	namespace, cacheDir := ns, t.TempDir()
+	flags.KubeConfig, flags.Namespace, flags.CacheDir = &kubeconfig, &namespace, &cacheDir
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, ns, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }); err != nil {
+		t.Fatalf("helm action configuration: %v", err)
+	}
+	return cfg
+}
+
+// writeKubeconfig writes a kubeconfig for a rest.Config with client
+// certificate or token credentials (what RESTClientGetter wants: a file).
+func writeKubeconfig(path string, rc *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lab"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData, Token: rc.BearerToken}
+	kc.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "admin", Namespace: ns}
+	kc.CurrentContext = "lab"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// chartValues are the release's values: cloud.conf as structured values.
+func chartValues(region string) map[string]any {
+	return map[string]any{
+		"cloudConfig": map[string]any{"config": map[string]any{
+			"Global": map[string]any{
+				"auth-url":                      "https://keystone.lab.invalid:5000/v3",
+				"region":                        region,
+				"application-credential-id":     "lab-credential",
+				"application-credential-secret": "not-a-secret",
+			},
+		}},
+	}
+}
+
+func TestSDKInstallUpgradeUninstall(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg := helmConfig(t, cp)
+	chrt, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	start := time.Now()
+	defer func() { t.Logf("install, upgrades and uninstall took %v", time.Since(start).Round(time.Millisecond)) }()
+
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.Timeout = sdkRelease, ns, 2*time.Minute
+	rel, err := install.RunWithContext(ctx, chrt, chartValues("RegionOne"))
+	if err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	t.Cleanup(func() { _, _ = action.NewUninstall(cfg).Run(sdkRelease) }) // if a step below fails
+	if rel.Info.Status != "deployed" || !strings.Contains(rel.Info.Notes, "kubectl get csr") {
+		t.Errorf("release status %q, notes:\n%s", rel.Info.Status, rel.Info.Notes)
+	}
+
+	var installChecksum string
+	if !t.Run("install creates the chart's objects, labelled", func(t *testing.T) {
+		objs := chartObjects(ctx, t, cp)
+		for _, want := range []string{
+			"ServiceAccount/kube-system/" + sdkSA,
+			"Secret/kube-system/stackward-sdk-cloud-config",
+			"ClusterRole//stackward-sdk-ccm", "ClusterRole//stackward-sdk-approver",
+			"ClusterRoleBinding//stackward-sdk-ccm", "ClusterRoleBinding//stackward-sdk-approver",
+			"Role/kube-system/stackward-sdk", "RoleBinding/kube-system/stackward-sdk",
+			"PodDisruptionBudget/kube-system/stackward-sdk",
+			"Deployment/kube-system/stackward-sdk",
+		} {
+			if !slices.Contains(objs, want) {
+				t.Errorf("%s missing; objects labelled %s: %v", want, instanceSelector, objs)
+			}
+		}
+		d, err := cp.Admin.AppsV1().Deployments(ns).Get(ctx, sdkRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		installChecksum = d.Spec.Template.Annotations[checksumKey]
+		if installChecksum == "" || *d.Spec.Replicas != 2 || !d.Spec.Template.Spec.HostNetwork {
+			t.Errorf("deployment: checksum %q, replicas %d, hostNetwork %v", installChecksum, *d.Spec.Replicas, d.Spec.Template.Spec.HostNetwork)
+		}
+		if got := releaseSecrets(ctx, t, cp); got != 1 {
+			t.Errorf("%d helm release secrets, want 1", got)
+		}
+	}) {
+		return
+	}
+
+	t.Run("the ServiceAccount may do what the CCM and the approver need, and no more", func(t *testing.T) {
+		saConfig, err := cp.ServiceAccountConfig(ctx, ns, sdkSA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa := kubernetes.NewForConfigOrDie(saConfig)
+		checkAccess(ctx, t, cp, sa)
+		checkApprovals(ctx, t, cp, sa)
+	})
+
+	upgrade := func(t *testing.T, vals map[string]any) {
+		t.Helper()
+		u := action.NewUpgrade(cfg)
+		u.Namespace, u.Timeout = ns, 2*time.Minute
+		if _, err := u.RunWithContext(ctx, sdkRelease, chrt, vals); err != nil {
+			t.Fatalf("helm upgrade: %v", err)
+		}
+	}
+
+	if !t.Run("upgrade with another cloud config rolls the pods", func(t *testing.T) {
+		upgrade(t, chartValues("RegionTwo"))
+		d, err := cp.Admin.AppsV1().Deployments(ns).Get(ctx, sdkRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Spec.Template.Annotations[checksumKey]; got == "" || got == installChecksum {
+			t.Errorf("checksum after upgrade %q, before %q: want a new one", got, installChecksum)
+		}
+		s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, "stackward-sdk-cloud-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(s.Data["cloud.conf"]), `region = "RegionTwo"`) {
+			t.Errorf("cloud.conf not updated:\n%s", s.Data["cloud.conf"])
+		}
+	}) {
+		return
+	}
+
+	// The operator's own Secret, which the chart must read (for the
+	// checksum) and never own.
+	operatorSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sdk-operator-cloud-config", Namespace: ns},
+		StringData: map[string]string{"cloud.conf": "[Global]\nauth-url = https://keystone.lab.invalid:5000/v3\nregion = RegionOne\n"},
+	}
+	if _, err := cp.Admin.CoreV1().Secrets(ns).Create(ctx, operatorSecret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Admin.CoreV1().Secrets(ns).Delete(context.Background(), operatorSecret.Name, metav1.DeleteOptions{})
+	})
+	dsValues := map[string]any{
+		"kind":        "DaemonSet",
+		"cloudConfig": map[string]any{"existingSecret": operatorSecret.Name},
+	}
+
+	var dsChecksum string
+	if !t.Run("upgrade to a DaemonSet with an existing Secret replaces the Deployment", func(t *testing.T) {
+		upgrade(t, dsValues)
+		objs := chartObjects(ctx, t, cp)
+		for _, gone := range []string{"Deployment/kube-system/stackward-sdk", "PodDisruptionBudget/kube-system/stackward-sdk", "Secret/kube-system/stackward-sdk-cloud-config"} {
+			if slices.Contains(objs, gone) {
+				t.Errorf("%s still there after the upgrade: %v", gone, objs)
+			}
+		}
+		ds, err := cp.Admin.AppsV1().DaemonSets(ns).Get(ctx, sdkRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ds.Spec.Template.Spec.Volumes[0].Secret; got == nil || got.SecretName != operatorSecret.Name {
+			t.Errorf("cloud-config volume %+v, want Secret %s", ds.Spec.Template.Spec.Volumes[0], operatorSecret.Name)
+		}
+		dsChecksum = ds.Spec.Template.Annotations[checksumKey]
+		if want := secretChecksum(ctx, t, cp, operatorSecret.Name); dsChecksum != want {
+			t.Errorf("checksum %q, want %q (sha256 of the existing Secret's data)", dsChecksum, want)
+		}
+	}) {
+		return
+	}
+
+	t.Run("upgrade after the existing Secret changed rolls the pods", func(t *testing.T) {
+		s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, operatorSecret.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data["cloud.conf"] = []byte("[Global]\nauth-url = https://keystone.lab.invalid:5000/v3\nregion = RegionThree\n")
+		if _, err := cp.Admin.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		upgrade(t, dsValues)
+		ds, err := cp.Admin.AppsV1().DaemonSets(ns).Get(ctx, sdkRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ds.Spec.Template.Annotations[checksumKey]
+		if got == dsChecksum || got != secretChecksum(ctx, t, cp, operatorSecret.Name) {
+			t.Errorf("checksum %q (before %q) does not follow the Secret", got, dsChecksum)
+		}
+	})
+
+	t.Run("uninstall leaves nothing behind", func(t *testing.T) {
+		if _, err := action.NewUninstall(cfg).Run(sdkRelease); err != nil {
+			t.Fatalf("helm uninstall: %v", err)
+		}
+		// Controllers' children (ReplicaSets, ControllerRevisions, Pods)
+		// carry the labels too; the garbage collector removes them.
+		var left []string
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			left = chartObjects(ctx, t, cp)
+			return len(left) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("objects labelled %s left after uninstall: %v", instanceSelector, left)
+		}
+		if n := releaseSecrets(ctx, t, cp); n != 0 {
+			t.Errorf("%d helm release secrets left", n)
+		}
+		if _, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, operatorSecret.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the operator's Secret, which the chart does not own, is gone: %v", err)
+		}
+	})
+}
+
+// chartObjects lists, through discovery, every object of every listable
+// kind carrying the release's instance label, as "Kind/namespace/name".
+func chartObjects(ctx context.Context, t *testing.T, cp *framework.ControlPlane) []string {
+	t.Helper()
+	lists, err := cp.Admin.Discovery().ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		t.Fatalf("discovery: %v", err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig)
+	var objs []string
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+				continue
+			}
+			items, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{LabelSelector: instanceSelector})
+			if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("list %s: %v", gv.WithResource(r.Name), err)
+			}
+			for _, it := range items.Items {
+				objs = append(objs, fmt.Sprintf("%s/%s/%s", r.Kind, it.GetNamespace(), it.GetName()))
+			}
+		}
+	}
+	sort.Strings(objs)
+	return objs
+}
+
+// releaseSecrets counts Helm's release records of the release.
+func releaseSecrets(ctx context.Context, t *testing.T, cp *framework.ControlPlane) int {
+	t.Helper()
+	l, err := cp.Admin.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + sdkRelease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+// secretChecksum is what the chart's checksum of an existing Secret must
+// be: sha256 of Helm's toJson of its data (base64 values, sorted keys).
+func secretChecksum(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name string) string {
+	t.Helper()
+	s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]string{}
+	for k, v := range s.Data {
+		data[k] = base64.StdEncoding.EncodeToString(v)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// checkAccess asks the apiserver what the ServiceAccount may do: itself
+// (SelfSubjectAccessReview, with its TokenRequest token) and, for the
+// signer rules, as cluster-admin on its behalf (SubjectAccessReview).
+func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, sa kubernetes.Interface) {
+	type attrs = authorizationv1.ResourceAttributes
+	tests := []struct {
+		name  string
+		attrs attrs
+		allow bool
+	}{
+		{"approves kubelet serving certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kubelet-serving", Verb: "approve"}, true},
+		{"does not approve kubelet client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client-kubelet", Verb: "approve"}, false},
+		{"does not approve apiserver client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client", Verb: "approve"}, false},
+		{"does not approve for every signer", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "*", Verb: "approve"}, false},
+		{"updates CSR approvals", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"}, true},
+		{"does not sign CSRs", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "status", Verb: "update"}, false},
+		{"patches node status", attrs{Resource: "nodes", Subresource: "status", Verb: "patch"}, true},
+		{"initializes nodes", attrs{Resource: "nodes", Verb: "update"}, true},
+		{"deletes nodes whose server is gone", attrs{Resource: "nodes", Verb: "delete"}, true},
+		{"does not create nodes", attrs{Resource: "nodes", Verb: "create"}, false},
+		{"cannot read secrets in its namespace", attrs{Namespace: ns, Resource: "secrets", Verb: "get"}, false},
+		{"cannot list secrets anywhere", attrs{Resource: "secrets", Verb: "list"}, false},
+		{"renews the CCM's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "cloud-controller-manager", Verb: "update"}, true},
+		{"renews the approver's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "stackward-approver", Verb: "update"}, true},
+		{"cannot take kube-controller-manager's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-controller-manager", Verb: "update"}, false},
+		{"reads the apiserver's authentication ConfigMap", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "get"}, true},
+		{"cannot read other ConfigMaps", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "kubeadm-config", Verb: "get"}, false},
+		{"cannot create pods", attrs{Namespace: ns, Resource: "pods", Verb: "create"}, false},
+		{"cannot mint ServiceAccount tokens", attrs{Namespace: ns, Resource: "serviceaccounts", Subresource: "token", Verb: "create"}, false},
+		{"cannot escalate through RBAC", attrs{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, false},
+	}
+	user := "system:serviceaccount:" + ns + ":" + sdkSA
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.attrs
+			self, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if self.Status.Allowed != tt.allow {
+				t.Errorf("SelfSubjectAccessReview %+v: allowed %v, want %v (%s)", a, self.Status.Allowed, tt.allow, self.Status.Reason)
+			}
+			if a.Resource != "signers" {
+				return
+			}
+			sar, err := cp.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{
+					ResourceAttributes: &a, User: user,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != tt.allow {
+				t.Errorf("SubjectAccessReview for %s %+v: allowed %v, want %v", user, a, sar.Status.Allowed, tt.allow)
+			}
+		})
+	}
+}
+
+// checkApprovals does what the approver does, with the ServiceAccount's
+// token: approving a kubelet serving CSR succeeds, approving a kubelet
+// client CSR is forbidden by the apiserver's signer check.
+func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlane, sa kubernetes.Interface) {
+	tests := []struct {
+		name   string
+		signer string
+		usages []certificatesv1.KeyUsage
+		allow  bool
+	}{
+		{"approving a kubelet serving CSR succeeds", certificatesv1.KubeletServingSignerName,
+			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, true},
+		{"approving a kubelet client CSR is forbidden", certificatesv1.KubeAPIServerClientKubeletSignerName,
+			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("chart-sdk-%d", i)
+			csr := &certificatesv1.CertificateSigningRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: certificatesv1.CertificateSigningRequestSpec{
+					Request:    csrPEM(t, "system:node:chart-sdk-node", tt.signer == certificatesv1.KubeletServingSignerName),
+					SignerName: tt.signer,
+					Usages:     tt.usages,
+				},
+			}
+			if _, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			got, err := sa.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the ServiceAccount cannot read the CSR: %v", err)
+			}
+			got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+				Reason: "ChartRBACTest", Message: "approved by the chart's ServiceAccount",
+			})
+			_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, got, metav1.UpdateOptions{})
+			switch {
+			case tt.allow && err != nil:
+				t.Errorf("approval: %v", err)
+			case !tt.allow && !apierrors.IsForbidden(err):
+				t.Errorf("approval of %s: err %v, want Forbidden", tt.signer, err)
+			}
+		})
+	}
+}
+
+// csrPEM is a PKCS#10 request from a node (O=system:nodes), with an IP SAN
+// when it is for a serving certificate.
+func csrPEM(t *testing.T, cn string, serving bool) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}}
+	if serving {
+		tmpl.IPAddresses = []net.IP{net.ParseIP(framework.NodeIP(200))}
+		tmpl.DNSNames = []string{strings.TrimPrefix(cn, "system:node:")}
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
