@@ -28,6 +28,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -157,9 +158,45 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		saConfig.QPS, saConfig.Burst = 50, 100
 		sa := kubernetes.NewForConfigOrDie(saConfig)
 		checkAccess(ctx, t, cp, sa)
-		checkApprovals(ctx, t, cp, sa)
+		checkApprovals(ctx, t, cp, sa, "")
+	})
+
+	// The approvals above pass because of one rule; without it they fail,
+	// and the next helm upgrade puts it back.
+	t.Run("without the signers rule the approver cannot approve", func(t *testing.T) {
+		roles := cp.Admin.RbacV1().ClusterRoles()
+		role, err := roles.Get(ctx, sdkRelease+"-approver", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := slices.DeleteFunc(slices.Clone(role.Rules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "signers") })
+		if len(kept) != len(role.Rules)-1 {
+			t.Fatalf("want exactly one signers rule in %+v", role.Rules)
+		}
+		role.Rules = kept
+		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		saConfig, err := cp.ServiceAccountConfig(ctx, ns, sdkSA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// RBAC changes reach the authorizer through an informer.
+		sa := kubernetes.NewForConfigOrDie(saConfig)
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			r, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: "certificates.k8s.io", Resource: "signers", Name: certificatesv1.KubeletServingSignerName, Verb: "approve"}},
+			}, metav1.CreateOptions{})
+			return err == nil && !r.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("approve on the kubelet-serving signer still allowed after removing the rule: %v", err)
+		}
+		checkApprovals(ctx, t, cp, sa, "without-signers-rule")
 	})
 
 	upgrade := func(t *testing.T, vals map[string]any) {
@@ -186,6 +223,15 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 		}
 		if !strings.Contains(string(s.Data["cloud.conf"]), `region = "RegionTwo"`) {
 			t.Errorf("cloud.conf not updated:\n%s", s.Data["cloud.conf"])
+		}
+		role, err := cp.Admin.RbacV1().ClusterRoles().Get(ctx, sdkRelease+"-approver", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Equal(r.Resources, []string{"signers"}) && slices.Equal(r.ResourceNames, []string{certificatesv1.KubeletServingSignerName})
+		}) {
+			t.Errorf("helm upgrade did not restore the signers rule: %+v", role.Rules)
 		}
 	}) {
 		return
@@ -283,7 +329,9 @@ func chartObjects(ctx context.Context, t *testing.T, cp *framework.ControlPlane)
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		t.Fatalf("discovery: %v", err)
 	}
-	dyn := dynamic.NewForConfigOrDie(cp.AdminConfig)
+	rc := rest.CopyConfig(cp.AdminConfig)
+	rc.QPS, rc.Burst, rc.WarningHandler = 100, 200, rest.NoWarnings{}
+	dyn := dynamic.NewForConfigOrDie(rc)
 	var objs []string
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
@@ -291,7 +339,9 @@ func chartObjects(ctx context.Context, t *testing.T, cp *framework.ControlPlane)
 			t.Fatal(err)
 		}
 		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+			// Events carry no labels; listing ComponentStatuses probes
+			// components the lab does not run.
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" || r.Name == "componentstatuses" {
 				continue
 			}
 			items, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{LabelSelector: instanceSelector})
@@ -406,7 +456,9 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 // checkApprovals does what the approver does, with the ServiceAccount's
 // token: approving a kubelet serving CSR succeeds, approving a kubelet
 // client CSR is forbidden by the apiserver's signer check.
-func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlane, sa kubernetes.Interface) {
+//
+// With variant "without-signers-rule" (the rule removed) both are forbidden.
+func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlane, sa kubernetes.Interface, variant string) {
 	tests := []struct {
 		name   string
 		signer string
@@ -418,9 +470,13 @@ func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 		{"approving a kubelet client CSR is forbidden", certificatesv1.KubeAPIServerClientKubeletSignerName,
 			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, false},
 	}
+	if variant != "" {
+		tests = tests[:1]
+		tests[0].name, tests[0].allow = "approving a kubelet serving CSR is forbidden", false
+	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := fmt.Sprintf("chart-sdk-%d", i)
+			name := strings.TrimSuffix(fmt.Sprintf("chart-sdk-%d-%s", i, variant), "-")
 			csr := &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: certificatesv1.CertificateSigningRequestSpec{
