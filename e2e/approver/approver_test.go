@@ -114,9 +114,11 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	liar := cloud.CreateServer(t, "web-3", 3, "m1.small", "az-1")
 	startApprover(ctx, t, cp, conf)
 
+	// Nodes that later subtests use live as long as the whole test.
+	parent := t
 	var web1 *framework.Node
 	t.Run("a joining kubelet gets a CA-verified serving certificate for its cloud address before the CCM initialized it", func(t *testing.T) {
-		web1 = cp.StartNode(t, framework.NodeOptions{Name: "web-1", IP: framework.NodeIP(1)})
+		web1 = cp.StartNode(parent, framework.NodeOptions{Name: "web-1", IP: framework.NodeIP(1)})
 		csr, err := cp.WaitForCSR(ctx, certificatesv1.KubeletServingSignerName, "web-1", time.Minute, func(c *certificatesv1.CertificateSigningRequest) bool {
 			return len(c.Status.Certificate) > 0
 		})
