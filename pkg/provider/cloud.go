@@ -21,11 +21,11 @@ import (
 // ProviderName is the --cloud-provider name, the scheme of providerIDs.
 const ProviderName = "openstack"
 
-// DefaultServerCacheTTL bounds how stale the bulk server listing used by
-// the periodic node sync and lifecycle checks may be. The lifecycle
-// controller asks about NotReady nodes every 5 s and the address sync runs
-// every 5 min: one listing per 20 s serves both for any number of nodes,
-// and a shutdown or deletion is noticed within 20 s.
+// DefaultServerCacheTTL bounds how stale the bulk server listing behind
+// every node lookup may be. The lifecycle controller asks about NotReady
+// nodes every 5 s and the address sync runs every 5 min: one listing per
+// 20 s serves both, and node initialization, for any number of nodes, and
+// a shutdown or deletion is noticed within 20 s.
 const DefaultServerCacheTTL = 20 * time.Second
 
 // Options are the provider's own settings, beyond cloud.conf.
@@ -77,8 +77,7 @@ func New(cfg *config.Config, clients *openstack.Clients, opts Options) (*Cloud, 
 	return &Cloud{
 		cfg: cfg,
 		instances: &instances{
-			compute:          clients.Compute,
-			cache:            openstack.NewServerCache(clients.Compute, ttl),
+			servers:          openstack.NewServerCache(clients.Compute, ttl),
 			region:           cfg.Global.Region,
 			providerIDRegion: region,
 			project:          projectOf(cfg),

@@ -57,7 +57,8 @@ func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server
 	return &s, nil
 }
 
-// ListServers filters by name as Nova does: a regular expression search.
+// ListServers filters by name as Nova does (a regular expression search)
+// and, as for a non-admin, leaves deleted servers out.
 func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -74,7 +75,7 @@ func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersO
 	}
 	var out []openstack.Server
 	for _, s := range f.servers {
-		if re != nil && !re.MatchString(s.Name) || opts.Status != "" && s.Status != opts.Status {
+		if s.Status == openstack.StatusDeleted || re != nil && !re.MatchString(s.Name) || opts.Status != "" && s.Status != opts.Status {
 			continue
 		}
 		out = append(out, s)

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/nodeaddress"
@@ -18,17 +17,17 @@ import (
 
 // instances answers the cloud-node and cloud-node-lifecycle controllers.
 //
-// Cloud calls: initializing a node (it still has the uninitialized taint)
-// asks Nova directly, one call (a GET by ID, or one filtered listing by
-// name), so the Node gets the server as it is now. Everything periodic (the
-// address sync of every node, the lifecycle checks of NotReady nodes) reads
-// the bulk server cache, one servers/detail listing per TTL for all nodes;
-// a server missing from the listing is asked about directly before anyone
-// concludes it is gone.
+// Cloud calls: every lookup goes through the bulk server cache, one
+// servers/detail listing per TTL shared by all nodes, so a burst of N nodes
+// joining, the address sync of N nodes and the lifecycle checks of NotReady
+// nodes cost one listing per TTL, not N GETs. A server the listing does not
+// have (created since) is asked of Nova directly, so one node costs at most
+// two calls (a listing refresh and a direct lookup), and only Nova's own
+// answer can say "not found". The price is that data may be up to one TTL
+// old, which the periodic address sync corrects.
 type instances struct {
-	compute openstack.Compute
-	// cache is compute behind one bulk listing per TTL.
-	cache openstack.Compute
+	// servers is Nova behind the bulk listing (openstack.ServerCache).
+	servers openstack.Compute
 	// region is [Global] region, reported as the node's region.
 	region string
 	// providerIDRegion is written into providerIDs ("" for openstack:///).
@@ -48,7 +47,7 @@ func (i *instances) setRecorder(r record.EventRecorder) { i.recorder.Store(&r) }
 // in DELETED state). Any other failure is an error: the lifecycle controller
 // then leaves the Node alone.
 func (i *instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
-	server, err := i.lookup(ctx, node, true)
+	server, err := i.lookup(ctx, node)
 	if openstack.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Instance does not exist", "node", klog.KObj(node), "reason", err.Error())
 		return false, nil
@@ -62,7 +61,7 @@ func (i *instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool
 // InstanceShutdown is true for a SHUTOFF server. A server that does not
 // exist is not "shut down" (InstanceExists reports it).
 func (i *instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
-	server, err := i.lookup(ctx, node, true)
+	server, err := i.lookup(ctx, node)
 	if openstack.IsNotFound(err) {
 		return false, nil
 	}
@@ -74,7 +73,7 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 
 // InstanceMetadata is what the cloud-node controller writes on the Node.
 func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
-	server, err := i.lookup(ctx, node, !uninitialized(node))
+	server, err := i.lookup(ctx, node)
 	if err != nil {
 		i.recordLookupFailure(node, err)
 		return nil, err
@@ -98,10 +97,8 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 }
 
 // lookup finds the node's server: by providerID, or by exact name when the
-// Node has none. cached allows the bulk listing (periodic callers); a server
-// the listing does not have is still asked of Nova, so only Nova's own answer
-// can say "not found".
-func (i *instances) lookup(ctx context.Context, node *corev1.Node, cached bool) (*openstack.Server, error) {
+// Node has none.
+func (i *instances) lookup(ctx context.Context, node *corev1.Node) (*openstack.Server, error) {
 	providerID := node.Spec.ProviderID
 	if providerID != "" {
 		// A server of another region would be a 404 here, and "not found"
@@ -114,11 +111,7 @@ func (i *instances) lookup(ctx context.Context, node *corev1.Node, cached bool) 
 			return nil, fmt.Errorf("node %q: providerID %q is in region %q, this cloud provider serves region %q", node.Name, providerID, region, i.region)
 		}
 	}
-	compute := i.compute
-	if cached {
-		compute = i.cache
-	}
-	server, err := openstack.ServerForNode(ctx, compute, providerID, node.Name)
+	server, err := openstack.ServerForNode(ctx, i.servers, providerID, node.Name)
 	if err != nil {
 		return nil, i.explain(node, err)
 	}
@@ -157,15 +150,4 @@ func (i *instances) recordLookupFailure(node *corev1.Node, err error) {
 	if r := i.recorder.Load(); r != nil {
 		(*r).Event(node, corev1.EventTypeWarning, reason, err.Error())
 	}
-}
-
-// uninitialized is true while the cloud-node controller has not yet
-// initialized the node.
-func uninitialized(node *corev1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return true
-		}
-	}
-	return false
 }

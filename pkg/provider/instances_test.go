@@ -161,7 +161,7 @@ func TestInstanceMetadata(t *testing.T) {
 			name:      "a deleted server has no metadata",
 			node:      newNode("gone", "openstack:///"+goneID, false),
 			wantIs:    openstack.ErrNotFound,
-			wantErr:   []string{"deleted"},
+			wantErr:   []string{"not found in the cloud"},
 			wantEvent: "Warning InstanceNotFound",
 		},
 		{
@@ -285,9 +285,9 @@ func TestInstanceExistsAndShutdown(t *testing.T) {
 	}
 }
 
-// The periodic address sync and the lifecycle checks of N initialized
-// nodes share one servers/detail listing instead of making N GETs.
-func TestPeriodicLookupsOfManyNodesShareOneListing(t *testing.T) {
+// Initializing N joining nodes, the periodic address sync and the lifecycle
+// checks share one servers/detail listing instead of making N GETs.
+func TestLookupsOfManyNodesShareOneListing(t *testing.T) {
 	const n = 50
 	var servers []openstack.Server
 	for k := range n {
@@ -298,13 +298,14 @@ func TestPeriodicLookupsOfManyNodesShareOneListing(t *testing.T) {
 	ctx := context.Background()
 
 	for _, s := range servers {
-		node := newNode(s.Name, openstack.ProviderID("", s.ID), true)
-		md, err := i.InstanceMetadata(ctx, node)
+		// Joining without a providerID, then initialized with one.
+		md, err := i.InstanceMetadata(ctx, newNode(s.Name, "", false))
 		if err != nil {
 			t.Fatalf("InstanceMetadata(%s): %v", s.Name, err)
 		}
-		if md.ProviderID != node.Spec.ProviderID {
-			t.Fatalf("InstanceMetadata(%s).ProviderID = %q, want %q", s.Name, md.ProviderID, node.Spec.ProviderID)
+		node := newNode(s.Name, md.ProviderID, true)
+		if _, err := i.InstanceMetadata(ctx, node); err != nil {
+			t.Fatalf("InstanceMetadata(%s) after initialization: %v", s.Name, err)
 		}
 		if exists, err := i.InstanceExists(ctx, node); err != nil || !exists {
 			t.Fatalf("InstanceExists(%s) = %v, %v", s.Name, exists, err)
@@ -315,18 +316,36 @@ func TestPeriodicLookupsOfManyNodesShareOneListing(t *testing.T) {
 	}
 }
 
-// Initializing a node asks Nova, not the listing: a server created after
-// the last listing is found at once, in one call.
-func TestInitializationAsksNovaDirectly(t *testing.T) {
+// A server created after the last listing is not taken for missing: it is
+// asked of Nova at once, one more call.
+func TestServerCreatedAfterTheListingIsFound(t *testing.T) {
 	compute := newFakeCompute(testServers()...)
 	i, _ := newTestCloud(t, compute, Options{})
 	ctx := context.Background()
-
-	if _, err := i.InstanceMetadata(ctx, newNode("web-1", "openstack:///"+web1ID, false)); err != nil {
-		t.Fatalf("InstanceMetadata: %v", err)
+	if _, err := i.InstanceMetadata(ctx, newNode("web-1", "", false)); err != nil {
+		t.Fatalf("InstanceMetadata(web-1): %v", err)
 	}
-	if gets, lists := compute.calls(); gets != 1 || lists != 0 {
-		t.Fatalf("initialization by providerID cost %d GETs and %d listings, want 1 GET", gets, lists)
+	const newID = "6f5c1a2e-8d0b-4c47-9a51-0e6b2f0c1a03"
+	compute.mu.Lock()
+	compute.servers[newID] = server(newID, "web-3", openstack.StatusActive)
+	compute.mu.Unlock()
+	gets0, lists0 := compute.calls()
+
+	for _, node := range []*corev1.Node{newNode("web-3", "openstack:///"+newID, false), newNode("web-3", "", false)} {
+		md, err := i.InstanceMetadata(ctx, node)
+		if err != nil {
+			t.Fatalf("InstanceMetadata(web-3, providerID %q): %v", node.Spec.ProviderID, err)
+		}
+		if md.ProviderID != "openstack:///"+newID {
+			t.Errorf("ProviderID = %q, want the new server's", md.ProviderID)
+		}
+		if exists, err := i.InstanceExists(ctx, node); err != nil || !exists {
+			t.Errorf("InstanceExists(web-3, providerID %q) = %v, %v; want true", node.Spec.ProviderID, exists, err)
+		}
+	}
+	gets, lists := compute.calls()
+	if calls := gets - gets0 + lists - lists0; calls != 4 {
+		t.Errorf("4 lookups of a server missing from the listing cost %d calls, want 4 direct ones", calls)
 	}
 }
 

@@ -164,7 +164,7 @@ func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
 	fs.BoolVar(&o.RegionInProviderID, "provider-id-with-region", false,
 		"Write providerIDs as openstack://<region>/<server uuid> instead of openstack:///<server uuid>. Lookups accept both. Requires region in [Global].")
 	fs.DurationVar(&o.ServerCacheTTL, "server-cache-ttl", provider.DefaultServerCacheTTL,
-		"How long one servers/detail listing answers the periodic address sync and lifecycle checks of every node. Node initialization always asks Nova directly.")
+		"How long one servers/detail listing answers node lookups (initialization, address sync, lifecycle checks) for every node. A server missing from the listing is always asked of Nova directly.")
 }
 
 const longHelp = `stackward-ccm is the OpenStack cloud-controller-manager of Stackward.
