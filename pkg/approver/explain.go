@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Explain evaluates the CSR named name as the controller would and writes
@@ -19,6 +20,10 @@ func Explain(ctx context.Context, cfg Config, name string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return explainWithClient(ctx, cfg, client, name, w)
+}
+
+func explainWithClient(ctx context.Context, cfg Config, client kubernetes.Interface, name string, w io.Writer) error {
 	cloud, err := buildCloud(ctx, &cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagsFillTheConfig(t *testing.T) {
+	fs, cfg := newFlags()
+	err := fs.Parse([]string{
+		"--kubeconfig=/k", "--cloud-config=/c", "--dns-suffix=a.example", "--dns-suffix=b.example",
+		"--max-expiration=720h", "--leave-pending-on-deny", "--subject-access-review", "--max-pending-per-node=5",
+		"--cloud-qps=3", "--leader-elect=false", "--leader-elect-resource-namespace=ns", "--leader-elect-resource-name=lease",
+		"--metrics-bind-address=:9999",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Kubeconfig != "/k" || cfg.CloudConfig != "/c" || !slices.Equal(cfg.DNSSuffixes, []string{"a.example", "b.example"}) ||
+		cfg.MaxExpiration != 720*time.Hour || !cfg.LeavePendingOnDeny || !cfg.SubjectAccessReview || cfg.MaxPendingPerNode != 5 ||
+		cfg.CloudQPS != 3 || cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != "ns" || cfg.LeaderElection.LeaseName != "lease" ||
+		cfg.MetricsBindAddress != ":9999" {
+		t.Errorf("config %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestDefaultsAreSafe(t *testing.T) {
+	fs, cfg := newFlags()
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.LeaderElection.Enabled || cfg.LeavePendingOnDeny || cfg.MaxPendingPerNode == 0 || cfg.CloudQPS == 0 {
+		t.Errorf("defaults %+v", cfg)
+	}
+}
+
+// TestHelpExplainsEveryFlag: each flag has a sentence for the operator.
+func TestHelpExplainsEveryFlag(t *testing.T) {
+	fs, _ := newFlags()
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	fs.Usage()
+	fs.VisitAll(func(f *flag.Flag) {
+		if len(f.Usage) < 20 {
+			t.Errorf("--%s: usage %q says too little", f.Name, f.Usage)
+		}
+		if !strings.Contains(out.String(), "-"+f.Name) {
+			t.Errorf("--help does not list --%s", f.Name)
+		}
+	})
+	for _, want := range []string{"explain", "kubelet-serving", "pending"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help does not mention %q", want)
+		}
+	}
+	if code := run([]string{"--help"}); code != 0 {
+		t.Errorf("--help exits %d", code)
+	}
+	if code := run([]string{"--no-such-flag"}); code != 2 {
+		t.Errorf("a bad flag exits %d, want 2", code)
+	}
+}
