@@ -293,7 +293,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Will retry CSR", "csr", key, "err", err)
 		c.queue.AddRateLimited(key)
 		return true
 	}

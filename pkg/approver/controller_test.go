@@ -10,11 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -280,5 +282,34 @@ func TestNewControllerRejectsASharedRegistererTwice(t *testing.T) {
 	}
 	if _, err := NewController(client, testCloud(), Options{Registerer: reg}); err == nil {
 		t.Error("second controller on the same registerer: no error")
+	}
+}
+
+func TestAFailedApprovalUpdateIsRetried(t *testing.T) {
+	csr := makeCSR(t, csrSpec{name: "conflicted", node: "node-a", ips: []string{"10.0.0.10"}})
+	client := fake.NewClientset(csr)
+	failures := 2
+	client.PrependReactor("update", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "approval" && failures > 0 {
+			failures--
+			return true, nil, apierrors.NewConflict(certificatesv1.Resource("certificatesigningrequests"), "conflicted", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	reg := prometheus.NewRegistry()
+	c, err := NewController(client, testCloud(), Options{Policy: testPolicy, Registerer: reg, RateLimiter: fastRetries(), Recorder: record.NewFakeRecorder(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if got := waitCondition(t, client, "conflicted"); got.Type != certificatesv1.CertificateApproved {
+		t.Fatalf("condition %+v", got)
+	}
+	if n := metricValue(t, reg, "stackward_csr_decisions_total", map[string]string{"decision": "requeued", "reason": reasonUpdateFailed}); n != 2 {
+		t.Errorf("requeued/%s = %v, want 2", reasonUpdateFailed, n)
 	}
 }

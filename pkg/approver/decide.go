@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,9 +46,15 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	d, err := c.evaluator.Evaluate(ctx, csr)
 	if err != nil {
 		c.metrics.observe(outcomeRequeued, reasonCouldNotCheck, c.now().Sub(start).Seconds())
-		logger.Info("Could not decide CSR; leaving it pending and retrying with backoff", "err", err)
-		c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
-			"Left pending, will retry: could not verify the request: %v", err)
+		// One Event and one log line per outage, not per retry: a cloud
+		// outage during a join burst must not flood the apiserver.
+		if retries := c.queue.NumRequeues(name); retries == 0 {
+			logger.Info("Could not decide CSR; leaving it pending and retrying with backoff", "err", err)
+			c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
+				"Left pending, will retry: could not verify the request: %v", err)
+		} else {
+			logger.V(2).Info("Still could not decide CSR", "err", err, "retries", retries)
+		}
 		return fmt.Errorf("decide CSR %s: %w", name, err)
 	}
 
@@ -56,7 +63,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case Approve:
 		outcome = outcomeApproved
 		if err := c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
-			return err
+			return c.updateFailed(ctx, start, err)
 		}
 		c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 	case Deny:
@@ -67,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		}
 		outcome = outcomeDenied
 		if err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
-			return err
+			return c.updateFailed(ctx, start, err)
 		}
 		c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Denied: "+d.Message)
 	default:
@@ -101,6 +108,14 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 		return fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
 	}
 	return nil
+}
+
+// updateFailed accounts for a decision the apiserver did not take (a
+// conflict, a timeout); the retry decides again from fresh state.
+func (c *Controller) updateFailed(ctx context.Context, start time.Time, err error) error {
+	c.metrics.observe(outcomeRequeued, reasonUpdateFailed, c.now().Sub(start).Seconds())
+	klog.FromContext(ctx).Info("Could not record the decision; retrying", "err", err)
+	return err
 }
 
 func indexOf(csrs []*certificatesv1.CertificateSigningRequest, name string) int {

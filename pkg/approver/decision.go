@@ -67,6 +67,7 @@ const (
 	reasonOtherSigner   = "OtherSigner"
 	reasonCouldNotCheck = "CouldNotCheck"
 	reasonOverNodeCap   = "TooManyPendingForNode"
+	reasonUpdateFailed  = "ApprovalUpdateFailed"
 )
 
 func cont() (Decision, error) { return Decision{Verdict: Continue}, nil }
