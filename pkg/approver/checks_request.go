@@ -119,7 +119,7 @@ func checkUsages(_ context.Context, r *request) (Decision, error) {
 
 // checkSANs allows IP and DNS SANs only, at least one IP, and no DNS name a
 // node could use to impersonate anything but itself.
-func checkSANs(_ context.Context, r *request) (Decision, error) {
+func (e *Evaluator) checkSANs(_ context.Context, r *request) (Decision, error) {
 	if len(r.cr.EmailAddresses) > 0 {
 		return deny(ReasonDisallowedSAN, "email SAN %q is not allowed in a serving certificate", r.cr.EmailAddresses[0])
 	}
@@ -131,14 +131,34 @@ func checkSANs(_ context.Context, r *request) (Decision, error) {
 		if strings.Contains(lower, "*") {
 			return deny(ReasonForbiddenDNSName, "DNS SAN %q is a wildcard", name)
 		}
-		if strings.HasPrefix(lower, "kubernetes") {
-			return deny(ReasonForbiddenDNSName, "DNS SAN %q names the cluster's API service, not a node", name)
+		if strings.HasPrefix(lower, "kubernetes") && !e.ownKubernetesName(lower, r.nodeName) {
+			return deny(ReasonForbiddenDNSName, "DNS SAN %q is a kubernetes* name (the cluster's API service) and not the node's own name", name)
 		}
 	}
 	if len(r.cr.IPAddresses) == 0 {
 		return deny(ReasonNoIPSAN, "no IP SAN requested (DNS SANs %q); a kubelet serving certificate needs the node's IP", r.cr.DNSNames)
 	}
 	return cont()
+}
+
+// ownKubernetesName reports whether a kubernetes* DNS name is allowed: only
+// as the node's own name (clusters named like kubernetes-worker-1 exist),
+// never as kubernetes or kubernetes.<anything>, which clients inside the
+// cluster resolve to the API server.
+func (e *Evaluator) ownKubernetesName(lower, nodeName string) bool {
+	if lower == "kubernetes" || strings.HasPrefix(lower, "kubernetes.") {
+		return false
+	}
+	node := strings.ToLower(nodeName)
+	if lower == node {
+		return true
+	}
+	for _, suffix := range e.policy.DNSSuffixes {
+		if lower == node+"."+suffix {
+			return true
+		}
+	}
+	return false
 }
 
 var (

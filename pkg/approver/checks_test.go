@@ -54,6 +54,9 @@ func TestMaliciousRequestsAreNeverApproved(t *testing.T) {
 		{name: "IPv6 address the cloud never reported is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "fd00::10"}}), reason: ReasonIPNotOfInstance, inMsg: "fd00::10"},
 		{name: "wildcard DNS name is denied", spec: a(csrSpec{dns: []string{"*.cluster.example"}}), reason: ReasonForbiddenDNSName, inMsg: "*.cluster.example"},
 		{name: "kubernetes.default is denied", spec: a(csrSpec{dns: []string{"node-a", "kubernetes.default"}}), reason: ReasonForbiddenDNSName, inMsg: "kubernetes.default"},
+		{name: "kubernetes.default.svc.cluster.local is denied", spec: a(csrSpec{dns: []string{"kubernetes.default.svc.cluster.local"}}), reason: ReasonForbiddenDNSName},
+		{name: "a kubernetes* name that is not the node's is denied", spec: a(csrSpec{dns: []string{"kubernetes-api"}}), reason: ReasonForbiddenDNSName, inMsg: "kubernetes-api"},
+		{name: "a node named kubernetes may not have that name", spec: csrSpec{node: "kubernetes", ips: []string{"10.0.0.17"}, dns: []string{"kubernetes"}}, reason: ReasonForbiddenDNSName},
 		{name: "Kubernetes in capitals is denied", spec: a(csrSpec{dns: []string{"KUBERNETES"}}), reason: ReasonForbiddenDNSName},
 		{name: "email SAN is denied", spec: a(csrSpec{emails: []string{"root@node-a"}}), reason: ReasonDisallowedSAN, inMsg: "root@node-a"},
 		{name: "URI SAN is denied", spec: a(csrSpec{uris: []string{"spiffe://cluster/ns/kube-system/sa/admin"}}), reason: ReasonDisallowedSAN, inMsg: "spiffe://"},
@@ -127,6 +130,7 @@ func TestGoodRequestsAreApproved(t *testing.T) {
 		{name: "a shut off server still exists", spec: csrSpec{node: "node-off", ips: []string{"10.0.0.12"}}},
 		{name: "expiration within the maximum is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}, expiration: ptr(int32(3600))}},
 		{name: "node name in other case than the server name is approved", spec: csrSpec{node: "node-caps", ips: []string{"10.0.0.16"}, dns: []string{"Node-Caps"}}, nodes: []*corev1.Node{node("node-caps", "openstack:///id-Caps")}},
+		{name: "a node named kubernetes-worker-1 gets its own name", spec: csrSpec{node: "kubernetes-worker-1", ips: []string{"10.0.0.18"}, dns: []string{"kubernetes-worker-1", "kubernetes-worker-1.cluster.example"}}},
 		{name: "FQDN node name with a configured suffix is approved", spec: csrSpec{node: "node-a.cluster.example", ips: []string{"10.0.0.10"}}, nodes: []*corev1.Node{node("node-a.cluster.example", "openstack:///id-a")}},
 	}
 	for _, tt := range tests {

@@ -87,7 +87,7 @@ func NewEvaluator(cloud Cloud, nodes NodeGetter, sar SubjectAccessReviewer, poli
 		{"signer", checkSigner},
 		{"requestor", checkRequestor},
 		{"usages", checkUsages},
-		{"subject-alt-names", checkSANs},
+		{"subject-alt-names", e.checkSANs},
 		{"extensions", checkExtensions},
 		{"key", checkKey},
 		{"expiration", e.checkExpiration},

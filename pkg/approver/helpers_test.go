@@ -211,6 +211,8 @@ func testCloud() *fakeCloud {
 		server("id-twin1", "twin", openstack.StatusActive, "10.0.0.14", ""),
 		server("id-twin2", "twin", openstack.StatusActive, "10.0.0.15", ""),
 		server("id-Caps", "Node-Caps", openstack.StatusActive, "10.0.0.16", ""),
+		server("id-k8s", "kubernetes", openstack.StatusActive, "10.0.0.17", ""),
+		server("id-kw1", "kubernetes-worker-1", openstack.StatusActive, "10.0.0.18", ""),
 		bad,
 	}}
 }
