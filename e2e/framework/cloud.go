@@ -60,8 +60,18 @@ func LabSeed() *cloudsim.Seed {
 // call) until the test ends.
 func StartCloud(t testing.TB, opts CloudOptions) *Cloud {
 	t.Helper()
-	if err := AddAddress(CloudIP); err != nil {
+	c, stop, err := NewCloud(opts)
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return c
+}
+
+// NewCloud serves a simulated OpenStack on CloudIP until stop is called.
+func NewCloud(opts CloudOptions) (*Cloud, func(), error) {
+	if err := AddAddress(CloudIP); err != nil {
+		return nil, nil, err
 	}
 	sim, err := cloudsim.New(cloudsim.Options{
 		Seed:         LabSeed(),
@@ -72,23 +82,28 @@ func StartCloud(t testing.TB, opts CloudOptions) *Cloud {
 		Registry:     prometheus.NewRegistry(),
 	})
 	if err != nil {
-		t.Fatalf("cloudsim: %v", err)
+		return nil, nil, fmt.Errorf("cloudsim: %w", err)
 	}
 	authURL, stop, err := sim.Start(CloudIP + ":0")
 	if err != nil {
-		t.Fatalf("cloudsim: %v", err)
+		return nil, nil, fmt.Errorf("cloudsim: %w", err)
 	}
-	t.Cleanup(func() {
-		stop()
-		sim.Close()
-	})
-	return &Cloud{Sim: sim, AuthURL: authURL}
+	return &Cloud{Sim: sim, AuthURL: authURL}, func() { stop(); sim.Close() }, nil
 }
 
 // CloudConf writes a cloud.conf for the lab cloud (upstream OpenStack CCM
 // keys) with extra lines appended, and returns its path.
 func (c *Cloud) CloudConf(t testing.TB, extra string) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := c.WriteCloudConf(path, extra); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteCloudConf writes the lab cloud's cloud.conf to path.
+func (c *Cloud) WriteCloudConf(path, extra string) error {
 	conf := fmt.Sprintf(`[Global]
 auth-url = %s
 region = %s
@@ -101,11 +116,7 @@ tenant-domain-name = Default
 [Networking]
 public-network-name = %s
 %s`, c.AuthURL, LabRegion, FloatingNetwork, extra)
-	path := filepath.Join(t.TempDir(), "cloud.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return os.WriteFile(path, []byte(conf), 0o600)
 }
 
 // CreateServer adds a server on the lab network with the i-th node address.

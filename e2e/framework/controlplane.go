@@ -37,7 +37,8 @@ type ControlPlane struct {
 	// StartupTime is how long the control plane took to become ready.
 	StartupTime time.Duration
 
-	procs []*Process
+	toolsDir string
+	procs    []*Process
 }
 
 var (
@@ -71,7 +72,7 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, Server: "https://" + ControlPlaneIP + ":6443"}
+	cp := &ControlPlane{Dir: dir, Server: "https://" + ControlPlaneIP + ":6443", toolsDir: toolsDir}
 	cp.BootstrapToken, err = newBootstrapToken()
 	if err != nil {
 		return nil, err
@@ -138,6 +139,8 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 			net["serviceSubnet"] = "198.19.0.0/17"
 			net["podSubnet"] = "198.19.128.0/17"
 			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
+			// So the apiserver can be forwarded to the host's loopback.
+			mapAt(obj, "apiServer")["certSANs"] = []any{"127.0.0.1", "localhost"}
 			cm := mapAt(obj, "controllerManager")
 			args, _ := cm["extraArgs"].([]any)
 			cm["extraArgs"] = append(args,

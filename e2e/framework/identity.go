@@ -25,6 +25,15 @@ const (
 // given --set values and returns the manifests.
 func RenderChart(t testing.TB, showOnly string, set ...string) string {
 	t.Helper()
+	out, err := RenderChartWith(ToolsDir(t), showOnly, set...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RenderChartWith is RenderChart with the tools directory given.
+func RenderChartWith(toolsDir, showOnly string, set ...string) (string, error) {
 	args := []string{"template", ChartRelease, filepath.Join(RepoRoot(), "charts", "stackward"), "--namespace", ChartNamespace}
 	if showOnly != "" {
 		args = append(args, "--show-only", showOnly)
@@ -32,33 +41,53 @@ func RenderChart(t testing.TB, showOnly string, set ...string) string {
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
-	out, err := exec.Command(Tool(t, "helm3"), args...).Output()
+	out, err := exec.Command(filepath.Join(toolsDir, "helm3"), args...).Output()
 	if err != nil {
 		msg := ""
 		if exit, ok := err.(*exec.ExitError); ok {
 			msg = string(exit.Stderr)
 		}
-		t.Fatalf("helm template: %v\n%s", err, msg)
+		return "", fmt.Errorf("helm template: %w\n%s", err, msg)
 	}
-	return string(out)
+	return string(out), nil
 }
 
 // Apply applies manifests as cluster-admin with kubectl.
 func (cp *ControlPlane) Apply(t testing.TB, manifests string) {
 	t.Helper()
+	if err := cp.ApplyManifests(manifests); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ApplyManifests applies manifests as cluster-admin with kubectl.
+func (cp *ControlPlane) ApplyManifests(manifests string) error {
 	cmd := exec.Command("kubectl", "--kubeconfig", filepath.Join(KubernetesDir, "super-admin.conf"), "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifests)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
+		return fmt.Errorf("kubectl apply: %w\n%s", err, out)
 	}
+	return nil
 }
 
 // InstallChartRBAC applies the chart's ServiceAccount and RBAC, exactly as
 // `helm install` would create them, and returns the ServiceAccount's name.
 func (cp *ControlPlane) InstallChartRBAC(t testing.TB) string {
 	t.Helper()
-	cp.Apply(t, RenderChart(t, "templates/rbac.yaml"))
-	return ChartRelease
+	sa, err := cp.ApplyChartRBAC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa
+}
+
+// ApplyChartRBAC is InstallChartRBAC for callers without a test.
+func (cp *ControlPlane) ApplyChartRBAC() (string, error) {
+	manifests, err := RenderChartWith(cp.toolsDir, "templates/rbac.yaml")
+	if err != nil {
+		return "", err
+	}
+	return ChartRelease, cp.ApplyManifests(manifests)
 }
 
 // ServiceAccountConfig returns a client identity for a ServiceAccount, with

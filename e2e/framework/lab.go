@@ -33,20 +33,28 @@ const labEnv = "STACKWARD_E2E_LAB"
 // brings up loopback with the control-plane address and runs the tests.
 // Build everything before (go test compiles first), since the namespace has
 // no route out.
-func Main(m *testing.M) {
-	if os.Getenv(labEnv) == "" {
+func Main(m *testing.M) { RunInLab(m.Run) }
+
+// RunInLab runs run inside the lab's network and mount namespaces (the
+// process re-executes itself there first) and exits with its status, after
+// stopping the shared control plane if one was started.
+func RunInLab(run func() int) {
+	if !InLab() {
 		os.Exit(reexecInNamespace())
 	}
 	if err := setupNamespace(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e lab:", err)
 		os.Exit(2)
 	}
-	code := m.Run()
+	code := run()
 	if shared != nil {
 		shared.Stop()
 	}
 	os.Exit(code)
 }
+
+// InLab reports whether this process runs inside the lab's namespaces.
+func InLab() bool { return os.Getenv(labEnv) != "" }
 
 func reexecInNamespace() int {
 	self, err := os.Executable()
@@ -99,7 +107,7 @@ func AddAddress(ip string) error {
 	if addresses[ip] {
 		return nil
 	}
-	if os.Getenv(labEnv) == "" {
+	if !InLab() {
 		return fmt.Errorf("refusing to add %s outside the lab's network namespace", ip)
 	}
 	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil {

@@ -36,6 +36,7 @@ type Node struct {
 	Process *Process
 
 	dir  string
+	bin  string
 	args []string
 }
 
@@ -43,21 +44,36 @@ type Node struct {
 // `kubeadm join` would, and stops it when the test ends.
 func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
 	t.Helper()
+	n, err := cp.LaunchNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.Process.Stop()
+		if t.Failed() {
+			t.Logf("%s", n.Process.Tail(6000))
+		}
+		n.Remove()
+	})
+	return n
+}
+
+// LaunchNode starts a hollow kubelet; the caller stops it (Stop, Remove).
+func (cp *ControlPlane) LaunchNode(opts NodeOptions) (*Node, error) {
 	if opts.Port == 0 {
 		opts.Port = 10250
 	}
 	if err := AddAddress(opts.IP); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// Short: the kubelet puts unix sockets under its root dir (108-byte limit).
 	dir, err := os.MkdirTemp("", "hk")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	bootstrap := filepath.Join(dir, "bootstrap-kubelet.conf")
 	if err := cp.BootstrapKubeconfig(bootstrap); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	args := []string{
 		"--name", opts.Name,
@@ -73,19 +89,41 @@ func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
 		args = append(args, "--provider-id", opts.ProviderID)
 	}
 	args = append(args, opts.ExtraArgs...)
-	n := &Node{NodeOptions: opts, dir: dir, args: args}
-	n.Start(t)
-	return n
+	n := &Node{NodeOptions: opts, dir: dir, args: args, bin: filepath.Join(cp.toolsDir, "hollow-kubelet")}
+	if err := n.Boot(); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // Start (re)starts the node's kubelet, as booting the VM again would: it
 // keeps its certificates and root directory.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()
+	if err := n.Boot(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Boot (re)starts the node's kubelet process.
+func (n *Node) Boot() error {
 	if n.Process != nil {
 		n.Process.Kill()
 	}
-	n.Process = StartProcessForTest(t, n.dir, "kubelet-"+n.Name, Tool(t, "hollow-kubelet"), n.args...)
+	p, err := StartProcess(n.dir, "kubelet-"+n.Name, n.bin, n.args...)
+	if err != nil {
+		return err
+	}
+	n.Process = p
+	return nil
+}
+
+// Remove stops the kubelet and deletes the node's directory.
+func (n *Node) Remove() {
+	if n.Process != nil {
+		n.Process.Stop()
+	}
+	_ = os.RemoveAll(n.dir)
 }
 
 // Stop powers the node off: its kubelet stops at once.
