@@ -77,6 +77,11 @@ type Controller struct {
 	synced                  []cache.InformerSynced
 	broadcaster             record.EventBroadcaster
 	now                     func() time.Time
+
+	// dryRunPending holds the requests left pending by LeavePendingOnDeny:
+	// they wait for a person and must not hold a node's newer requests
+	// back behind the per-node cap.
+	dryRunPending sync.Map // CSR name → struct{}
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -202,6 +207,7 @@ func (c *Controller) onChange(obj any) {
 		c.queue.Add(csr.Name)
 		return
 	}
+	c.dryRunPending.Delete(csr.Name)
 	if c.opts.MaxPendingPerNode > 0 {
 		for _, other := range c.pendingOf(csr.Spec.Username) {
 			c.queue.Add(other.Name)
@@ -219,7 +225,8 @@ func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
 	return len(csr.Status.Certificate) == 0
 }
 
-// pendingOf returns the user's pending kubelet serving requests, oldest first.
+// pendingOf returns the user's pending kubelet serving requests that count
+// against the per-node cap, oldest first.
 func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSigningRequest {
 	objs, err := c.csrInformer.GetIndexer().ByIndex(byUsername, username)
 	if err != nil {
@@ -227,10 +234,14 @@ func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSig
 	}
 	var out []*certificatesv1.CertificateSigningRequest
 	for _, o := range objs {
-		if csr, ok := o.(*certificatesv1.CertificateSigningRequest); ok && isPending(csr) &&
-			csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
-			out = append(out, csr)
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		if !ok || !isPending(csr) || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+			continue
 		}
+		if _, waiting := c.dryRunPending.Load(csr.Name); waiting {
+			continue
+		}
+		out = append(out, csr)
 	}
 	slices.SortFunc(out, func(a, b *certificatesv1.CertificateSigningRequest) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {

@@ -313,3 +313,17 @@ func TestAFailedApprovalUpdateIsRetried(t *testing.T) {
 		t.Errorf("requeued/%s = %v, want 2", reasonUpdateFailed, n)
 	}
 }
+
+func TestLeftPendingRequestsDoNotHoldNewerOnesBack(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bad := makeCSR(t, csrSpec{name: "old-bad", node: "node-a", ips: []string{"10.0.0.11"}, created: base})
+	good := makeCSR(t, csrSpec{name: "new-good", node: "node-a", ips: []string{"10.0.0.10"}, created: base.Add(time.Minute)})
+	client, _ := startController(t, testCloud(), Options{Policy: testPolicy, LeavePendingOnDeny: true, MaxPendingPerNode: 1}, bad, good)
+	if c := waitCondition(t, client, "new-good"); c.Type != certificatesv1.CertificateApproved {
+		t.Fatalf("new-good: %+v", c)
+	}
+	got, err := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "old-bad", metav1.GetOptions{})
+	if err != nil || len(got.Status.Conditions) != 0 {
+		t.Errorf("old-bad: %+v, %v; want left pending", got.Status.Conditions, err)
+	}
+}

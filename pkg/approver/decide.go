@@ -34,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 
 	if limit := c.opts.MaxPendingPerNode; limit > 0 {
 		pending := c.pendingOf(csr.Spec.Username)
-		if i := indexOf(pending, name); i >= limit {
+		if i := indexOf(pending, name); i >= limit || (i < 0 && len(pending) >= limit) {
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
 			logger.Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
 				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
@@ -69,6 +69,10 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case Deny:
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
+			c.dryRunPending.Store(name, struct{}{})
+			for _, next := range c.pendingOf(csr.Spec.Username) {
+				c.queue.Add(next.Name) // may have waited behind this one
+			}
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Would deny (left pending by --leave-pending-on-deny): "+d.Message)
 			break
 		}
