@@ -145,8 +145,16 @@ func (st *state) createPort(ps portSpec) (*port, error) {
 		p.Status = "ACTIVE"
 	}
 	want := ps.FixedIPs
-	if len(want) == 0 && !ps.NoFixedIP && len(nw.SubnetIDs) > 0 {
-		want = []fixedIP{{}}
+	if len(want) == 0 && !ps.NoFixedIP {
+		// Like Neutron on a dual-stack network: an address from the first
+		// IPv4 subnet and one from the first IPv6 subnet.
+		seen := map[int]bool{}
+		for _, id := range nw.SubnetIDs {
+			if sn := st.subnets.byID[id]; !seen[sn.IPVersion] {
+				seen[sn.IPVersion] = true
+				want = append(want, fixedIP{SubnetID: sn.ID})
+			}
+		}
 	}
 	for _, w := range want {
 		fip, err := st.claimIP(nw, w)

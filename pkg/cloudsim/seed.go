@@ -196,7 +196,7 @@ func ParseSeed(name string, data []byte) (*Seed, error) {
 	indexNode(&root, "", lines)
 	var errs []error
 	for _, p := range validateSeed(&sd) {
-		errs = append(errs, &SeedError{File: name, Line: lines[p.field], Field: p.field, Msg: p.msg})
+		errs = append(errs, &SeedError{File: name, Line: lineOf(lines, p.field), Field: p.field, Msg: p.msg})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -256,4 +256,20 @@ func indexNode(n *yaml.Node, path string, lines map[string]int) {
 			indexNode(c, p, lines)
 		}
 	}
+}
+
+// lineOf finds the line of a field, or of its closest parent when the field
+// is missing (a missing password is reported at its user).
+func lineOf(lines map[string]int, field string) int {
+	for field != "" {
+		if l, ok := lines[field]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(field, ".[")
+		if i < 0 {
+			break
+		}
+		field = field[:i]
+	}
+	return 0
 }
