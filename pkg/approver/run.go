@@ -50,6 +50,33 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 	} else if g, ok := cfg.Registerer.(prometheus.Gatherer); ok {
 		gatherer = g
 	}
+	// Health first: building the cloud clients authenticates to Keystone,
+	// which may take a while; the process is alive (not ready) meanwhile.
+	ctx, cancel := context.WithCancel(ctx)
+	var leading atomic.Bool
+	var controller atomic.Pointer[Controller]
+	health := newHealthServer(cfg.MetricsBindAddress, gatherer, func() error {
+		c := controller.Load()
+		switch {
+		case c == nil:
+			return errors.New("starting: cloud and API clients not built yet")
+		case cfg.LeaderElection.Enabled && !leading.Load():
+			return nil // a standby replica is ready to take over
+		case !c.HasSynced():
+			return errors.New("CSR and Node caches not synced yet")
+		}
+		return nil
+	})
+	healthDone, err := health.start(ctx, onListen)
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer func() {
+		cancel()
+		<-healthDone
+	}()
+
 	cloud, err := buildCloud(ctx, &cfg)
 	if err != nil {
 		return err
@@ -58,22 +85,7 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 	if err != nil {
 		return err
 	}
-
-	var leading atomic.Bool
-	health := newHealthServer(cfg.MetricsBindAddress, gatherer, func() error {
-		if cfg.LeaderElection.Enabled && !leading.Load() {
-			return nil // a standby replica is ready to take over
-		}
-		if !c.HasSynced() {
-			return errors.New("CSR and Node caches not synced yet")
-		}
-		return nil
-	})
-	healthDone, err := health.start(ctx, onListen)
-	if err != nil {
-		return err
-	}
-	defer func() { <-healthDone }()
+	controller.Store(c)
 
 	if !cfg.LeaderElection.Enabled {
 		leading.Store(true)

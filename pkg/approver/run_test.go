@@ -2,11 +2,18 @@ package approver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,5 +104,60 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
+	}
+}
+
+// TestRunExitsWhenTheLeaseIsLost: another replica taking the Lease makes
+// Run return an error (the process restarts), without hanging.
+func TestRunExitsWhenTheLeaseIsLost(t *testing.T) {
+	client := fake.NewClientset()
+	// The fake does not check resourceVersions: make the old leader's
+	// renewals conflict once another replica holds the Lease, as the
+	// apiserver would.
+	var takenOver atomic.Bool
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		lease := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if takenOver.Load() && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == "me" {
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), lease.Name, errors.New("taken over"))
+		}
+		return false, nil, nil
+	})
+	cfg := Config{
+		Options: Options{Policy: testPolicy},
+		Cloud:   testCloud(),
+		LeaderElection: LeaderElection{Enabled: true, Namespace: "kube-system", Identity: "me",
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
+		MetricsBindAddress: "127.0.0.1:0",
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runWithClient(ctx, cfg, client, nil) }()
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, DefaultLeaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "me" {
+			return false, nil
+		}
+		other, secs, now := "other", int32(60), metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &other, &secs
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		takenOver.Store(true)
+		_, err = client.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("never held the lease: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "lost") {
+			t.Errorf("Run after losing the lease: %v, want a lost-lease error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after losing the lease")
 	}
 }
