@@ -46,9 +46,9 @@ type Cloud struct {
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
 
-// New builds the provider from a loaded config and built clients. It makes
-// no cloud call: a CCM that cannot reach the cloud still starts, serves
-// /healthz and retries, rather than crash-looping.
+// New builds the provider from a loaded config and built clients (which
+// have already authenticated). It makes no cloud call itself: lookups start
+// when the controllers ask.
 func New(cfg *config.Config, clients *openstack.Clients, opts Options) (*Cloud, error) {
 	var errs []error
 	if cfg == nil {
