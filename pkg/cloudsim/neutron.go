@@ -176,7 +176,7 @@ func (s *Sim) subnetView(sn *subnet) map[string]any {
 		"cidr": sn.CIDR, "ip_version": sn.IPVersion, "gateway_ip": sn.Gateway, "enable_dhcp": true,
 		"dns_nameservers": []string{}, "host_routes": []any{}, "description": "", "tags": []string{},
 		"allocation_pools": []any{map[string]any{"start": first.Next().String(), "end": last.String()}},
-		"ipv6_ra_mode":     ra, "ipv6_address_mode": am, "subnetpool_id": nil, "service_types": []string{},
+		"ipv6_ra_mode":     ra, "ipv6_address_mode": am, "subnetpool_id": nil, "service_types": []string{}, "dns_publish_fixed_ip": false,
 		"created_at": neutronTS(sn.Created), "updated_at": neutronTS(sn.Created), "revision_number": 1,
 	}
 }

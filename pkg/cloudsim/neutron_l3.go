@@ -30,7 +30,7 @@ func (s *Sim) routerView(rt *router) map[string]any {
 	}
 	var gw any
 	if rt.GatewayNetID != "" {
-		gw = map[string]any{"network_id": rt.GatewayNetID, "enable_snat": true, "external_fixed_ips": []any{
+		gw = map[string]any{"network_id": rt.GatewayNetID, "enable_snat": true, "qos_policy_id": nil, "external_fixed_ips": []any{
 			map[string]any{"subnet_id": rt.GatewaySubnetID, "ip_address": rt.GatewayIP}}}
 	}
 	return map[string]any{

@@ -87,6 +87,9 @@ func (s *Sim) poolView(p *poolObj) map[string]any {
 	o := s.state.lb
 	v := p.common()
 	v["protocol"], v["lb_algorithm"] = p.Protocol, p.Algorithm
+	if lb, ok := o.lbs.get(p.LBID); ok {
+		v["provider"] = lb.Provider
+	}
 	var sp any
 	if p.Persistence != nil {
 		sp = p.Persistence
