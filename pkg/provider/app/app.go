@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/component-base/configz"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
-	k8sversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
@@ -107,7 +107,7 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 	appRunE := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Value.String() != "false" {
-			fmt.Fprintf(cmd.OutOrStdout(), "stackward-ccm %s (k8s.io/cloud-provider %s)\n", version.Version, k8sversion.Get().GitVersion)
+			fmt.Fprintf(cmd.OutOrStdout(), "stackward-ccm %s (k8s.io/cloud-provider %s)\n", version.Version, moduleVersion("k8s.io/cloud-provider"))
 			return nil
 		}
 		c, err := newCloud(ctx, s.KubeCloudShared.CloudProvider.Name, s.KubeCloudShared.CloudProvider.CloudConfigFile, popts, opts)
@@ -121,6 +121,20 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 		return appRunE(cmd, args)
 	}
 	return cmd, nil
+}
+
+// moduleVersion is the version of a module linked into this binary, as Go
+// recorded it ("unknown" in a test binary): component-base's version is not
+// stamped in Stackward builds.
+func moduleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
+	return "unknown"
 }
 
 // newCloud reads the cloud config and builds the provider and its clients.
