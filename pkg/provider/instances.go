@@ -131,7 +131,7 @@ func (i *instances) explain(node *corev1.Node, err error) error {
 	case errors.Is(err, openstack.ErrAmbiguous):
 		return fmt.Errorf("several servers named %q in project %s (%s; set the kubelet's --provider-id to choose one): %w", node.Name, i.project, why, err)
 	}
-	return fmt.Errorf("node %q: server named %q (%s): %w", node.Name, node.Name, why, err)
+	return fmt.Errorf("look up server named %q (%s): %w", node.Name, why, err)
 }
 
 // recordLookupFailure puts a definitive failure (no server, several
