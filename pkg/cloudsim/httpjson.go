@@ -73,9 +73,11 @@ func serviceError(w http.ResponseWriter, service string, code int, msg string) {
 	}
 }
 
-func writeAuthError(w http.ResponseWriter, service string) {
-	w.Header().Set("WWW-Authenticate", `Keystone uri="/v3"`)
-	serviceError(w, service, http.StatusUnauthorized, "The request you have made requires authentication.")
+// writeAuthError answers a missing, bad or expired token the way
+// keystonemiddleware does in front of every service.
+func writeAuthError(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf("Keystone uri=%q", baseURL(r)+"/v3"))
+	keystoneError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
 }
 
 // decodeBody decodes a JSON request body into v. Unknown fields are allowed:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -168,6 +169,75 @@ func TestServerView(t *testing.T) {
 		}
 		if got, _ := sim.GetServer(n2.ID); got.Status != "ACTIVE" {
 			t.Fatalf("status %q after start", got.Status)
+		}
+	})
+}
+
+func TestNovaCreateAndMetadata(t *testing.T) {
+	sim, authURL := startSim(t, Options{BuildDelay: 100 * time.Millisecond})
+	compute := computeClient(t, authURL)
+	ctx := ctxT(t)
+	sim.mu.RLock()
+	privateID := sim.state.networkRef("private").ID
+	sim.mu.RUnlock()
+
+	created, err := servers.Create(ctx, compute, servers.CreateOpts{Name: "api-vm", FlavorRef: "2", ImageRef: "any",
+		Networks: []servers.Network{{UUID: privateID, FixedIP: "10.0.0.200"}}, Metadata: map[string]string{"a": "1"}}, nil).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a server created through Nova builds, then becomes ACTIVE", func(t *testing.T) {
+		if err := servers.WaitForStatus(ctx, compute, created.ID, "ACTIVE"); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := servers.Get(ctx, compute, created.ID).Extract()
+		if s.Metadata["a"] != "1" || s.Flavor["id"] != "2" || s.LaunchedAt.IsZero() {
+			t.Fatalf("server = %+v", s)
+		}
+	})
+	t.Run("its addresses are listed by network", func(t *testing.T) {
+		pages, err := servers.ListAddresses(compute, created.ID).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, _ := servers.ExtractAddresses(pages)
+		if len(addrs["private"]) != 1 || addrs["private"][0].Address != "10.0.0.200" {
+			t.Fatalf("addresses = %+v", addrs)
+		}
+	})
+	t.Run("metadata updates merge and resets replace", func(t *testing.T) {
+		md, err := servers.UpdateMetadata(ctx, compute, created.ID, servers.MetadataOpts{"b": "2"}).Extract()
+		if err != nil || md["a"] != "1" || md["b"] != "2" {
+			t.Fatalf("after update: %v, %v", md, err)
+		}
+		md, err = servers.ResetMetadata(ctx, compute, created.ID, servers.MetadataOpts{"c": "3"}).Extract()
+		if err != nil || len(md) != 1 || md["c"] != "3" {
+			t.Fatalf("after reset: %v, %v", md, err)
+		}
+	})
+	t.Run("deleting through Nova removes the server and its ports", func(t *testing.T) {
+		if err := servers.Delete(ctx, compute, created.ID).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sim.GetServer(created.ID); ok {
+			t.Fatal("server still exists")
+		}
+		sim.mu.RLock()
+		n := len(sim.state.portsByDev[created.ID])
+		sim.mu.RUnlock()
+		if n != 0 {
+			t.Fatalf("%d ports left", n)
+		}
+	})
+	t.Run("a request without a token gets Keystone's 401", func(t *testing.T) {
+		c := *compute
+		pc := *compute.ProviderClient
+		pc.ReauthFunc = nil
+		pc.SetToken("bogus")
+		c.ProviderClient = &pc
+		_, err := servers.Get(ctx, &c, created.ID).Extract()
+		if !gophercloud.ResponseCodeIs(err, 401) {
+			t.Fatalf("want 401, got %v", err)
 		}
 	})
 }

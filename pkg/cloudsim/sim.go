@@ -240,6 +240,7 @@ func (s *Sim) wrap(o op, h http.HandlerFunc) http.Handler {
 	key := o.service + "." + o.name
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
+		rec.Header().Set("X-Openstack-Request-Id", "req-"+newID())
 		s.callMu.Lock()
 		s.calls[key]++
 		s.callMu.Unlock()
@@ -256,7 +257,7 @@ func (s *Sim) wrap(o op, h http.HandlerFunc) http.Handler {
 		if !o.anonymous {
 			tok, ok := s.checkToken(r.Header.Get("X-Auth-Token"))
 			if !ok {
-				writeAuthError(rec, o.service)
+				writeAuthError(rec, r)
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok))
