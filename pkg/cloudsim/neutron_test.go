@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 )
 
 func networkClient(t testing.TB, authURL string) *gophercloud.ServiceClient {
@@ -186,4 +187,73 @@ func TestExtraRoutes(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestRouterTopology(t *testing.T) {
+	_, authURL := startSim(t, Options{})
+	net := networkClient(t, authURL)
+	ctx := ctxT(t)
+	nw, err := networks.Create(ctx, net, networks.CreateOpts{Name: "pods"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := subnets.Create(ctx, net, subnets.CreateOpts{NetworkID: nw.ID, CIDR: "10.10.0.0/24", IPVersion: gophercloud.IPv4}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, _ := networks.List(net, networks.ListOpts{Name: "public"}).AllPages(ctx)
+	exts, _ := networks.ExtractNetworks(ext)
+	rt, err := routers.Create(ctx, net, routers.CreateOpts{Name: "r2", GatewayInfo: &routers.GatewayInfo{NetworkID: exts[0].ID}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := routers.Route{DestinationCIDR: "10.244.9.0/24", NextHop: "10.10.0.9"}
+	steps := []struct {
+		name string
+		run  func() error
+		want int
+	}{
+		{"a route via an unattached subnet is refused", func() error {
+			_, err := extraroutes.Add(ctx, net, rt.ID, extraroutes.Opts{Routes: &[]routers.Route{route}}).Extract()
+			return err
+		}, 400},
+		{"attaching the subnet gives the router its gateway IP", func() error {
+			info, err := routers.AddInterface(ctx, net, rt.ID, routers.AddInterfaceOpts{SubnetID: sn.ID}).Extract()
+			if err == nil {
+				p, perr := ports.Get(ctx, net, info.PortID).Extract()
+				if perr != nil || p.FixedIPs[0].IPAddress != "10.10.0.1" {
+					t.Fatalf("interface port = %+v, %v", p, perr)
+				}
+			}
+			return err
+		}, 0},
+		{"the route is then accepted", func() error {
+			_, err := extraroutes.Add(ctx, net, rt.ID, extraroutes.Opts{Routes: &[]routers.Route{route}}).Extract()
+			return err
+		}, 0},
+		{"an interface needed by a route cannot be removed", func() error {
+			_, err := routers.RemoveInterface(ctx, net, rt.ID, routers.RemoveInterfaceOpts{SubnetID: sn.ID}).Extract()
+			return err
+		}, 409},
+		{"a router with interfaces cannot be deleted", func() error { return routers.Delete(ctx, net, rt.ID).ExtractErr() }, 409},
+		{"without the route the interface goes", func() error {
+			if _, err := extraroutes.Remove(ctx, net, rt.ID, extraroutes.Opts{Routes: &[]routers.Route{route}}).Extract(); err != nil {
+				return err
+			}
+			_, err := routers.RemoveInterface(ctx, net, rt.ID, routers.RemoveInterfaceOpts{SubnetID: sn.ID}).Extract()
+			return err
+		}, 0},
+		{"and then the router", func() error { return routers.Delete(ctx, net, rt.ID).ExtractErr() }, 0},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			err := st.run()
+			if st.want == 0 && err != nil {
+				t.Fatal(err)
+			}
+			if st.want != 0 && !gophercloud.ResponseCodeIs(err, st.want) {
+				t.Fatalf("want %d, got %v", st.want, err)
+			}
+		})
+	}
 }
