@@ -49,8 +49,8 @@ const (
 	DefaultLeaseName          = "stackward-approver"
 	DefaultLeaseNamespace     = "kube-system"
 	DefaultMaxPendingPerNode  = 3
-	DefaultCloudQPS           = 10
-	DefaultCloudBurst         = 20
+	DefaultCloudQPS           = 20
+	DefaultCloudBurst         = 40
 	DefaultMetricsBindAddress = ":10263"
 )
 
