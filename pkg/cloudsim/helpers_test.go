@@ -7,6 +7,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // testSeed is a small cloud with a second domain and an application credential.
@@ -67,4 +69,15 @@ func ctxT(t testing.TB) context.Context {
 
 func gophercloudRegion() gophercloud.EndpointOpts {
 	return gophercloud.EndpointOpts{Region: "RegionOne"}
+}
+
+// serversEach lists every server page by page with the given limit.
+func serversEach(t testing.TB, c *gophercloud.ServiceClient, limit int, fn func(name string)) error {
+	return servers.List(c, servers.ListOpts{Limit: limit}).EachPage(ctxT(t), func(_ context.Context, p pagination.Page) (bool, error) {
+		ss, err := servers.ExtractServers(p)
+		for _, s := range ss {
+			fn(s.Name)
+		}
+		return true, err
+	})
 }

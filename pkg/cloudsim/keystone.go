@@ -120,8 +120,8 @@ func (st *state) findUser(ref idRef) *user {
 	if d == nil {
 		return nil
 	}
-	for _, id := range st.users.order {
-		if u := st.users.byID[id]; u.Name == ref.Name && u.DomainID == d.ID {
+	for _, u := range st.users.all() {
+		if u.Name == ref.Name && u.DomainID == d.ID {
 			return u
 		}
 	}
@@ -140,8 +140,8 @@ func (st *state) findProject(ref idRef) *project {
 	if d == nil {
 		return nil
 	}
-	for _, id := range st.projects.order {
-		if p := st.projects.byID[id]; p.Name == ref.Name && p.DomainID == d.ID {
+	for _, p := range st.projects.all() {
+		if p.Name == ref.Name && p.DomainID == d.ID {
 			return p
 		}
 	}

@@ -228,8 +228,8 @@ func (st *state) deletePort(id string) {
 	}
 	st.releaseIPs(p)
 	st.setPortDevice(p, "")
-	for _, fid := range st.fips.order {
-		if f := st.fips.byID[fid]; f.PortID == id {
+	for _, f := range st.fips.all() {
+		if f.PortID == id {
 			f.PortID, f.FixedIP, f.RouterID = "", "", ""
 			f.Updated = time.Now()
 		}
@@ -315,8 +315,8 @@ func (st *state) associateFIP(f *floatingIP, portID, fixed string) error {
 }
 
 func (st *state) routerFor(extNetID string) string {
-	for _, id := range st.routers.order {
-		if r := st.routers.byID[id]; r.GatewayNetID == extNetID {
+	for _, r := range st.routers.all() {
+		if r.GatewayNetID == extNetID {
 			return r.ID
 		}
 	}

@@ -123,7 +123,7 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 		}()
 		st := s.state
 		// Nova lists newest first.
-		start := st.servers.len() - 1
+		start := len(st.servers.order) - 1
 		if m := q.Get("marker"); m != "" {
 			pos, ok := st.servers.pos[m]
 			if !ok {
@@ -143,7 +143,10 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 		out := make([]any, 0, min(limit, 64))
 		last := ""
 		for i := start; i >= 0 && len(out) < limit; i-- {
-			sv := st.servers.byID[st.servers.order[i]]
+			sv := st.servers.at(i)
+			if sv == nil {
+				continue
+			}
 			if !(allTenants || sv.ProjectID == tokProject) || (nameRE != nil && !nameRE.MatchString(sv.Name)) ||
 				(status != "" && sv.Status != status) || (flavorID != "" && sv.FlavorID != flavorID) ||
 				(az != "" && sv.AZ != az) || (!since.IsZero() && sv.Updated.Before(since)) {

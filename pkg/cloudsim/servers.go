@@ -124,8 +124,8 @@ func (st *state) externalNetwork(ref string) *network {
 		}
 		return nil
 	}
-	for _, id := range st.networks.order {
-		if n := st.networks.byID[id]; n.External {
+	for _, n := range st.networks.all() {
+		if n.External {
 			return n
 		}
 	}
@@ -158,8 +158,8 @@ func (st *state) serverPorts(sv *server) []*port {
 // floatingByPort returns floating IPs associated with a port.
 func (st *state) floatingByPort(portID string) []*floatingIP {
 	var out []*floatingIP
-	for _, fid := range st.fips.order {
-		if f := st.fips.byID[fid]; f.PortID == portID {
+	for _, f := range st.fips.all() {
+		if f.PortID == portID {
 			out = append(out, f)
 		}
 	}
@@ -190,8 +190,8 @@ func (st *state) addresses(sv *server, fipIndex map[string][]*floatingIP) []Addr
 // fipIndex maps port IDs to floating IPs, built once per list request.
 func (st *state) fipIndex() map[string][]*floatingIP {
 	idx := map[string][]*floatingIP{}
-	for _, fid := range st.fips.order {
-		if f := st.fips.byID[fid]; f.PortID != "" {
+	for _, f := range st.fips.all() {
+		if f.PortID != "" {
 			idx[f.PortID] = append(idx[f.PortID], f)
 		}
 	}
@@ -289,8 +289,8 @@ func (s *Sim) SetServerStatus(id, status string) error {
 func (s *Sim) ServerByName(name string) (Server, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, id := range s.state.servers.order {
-		if sv := s.state.servers.byID[id]; sv.Name == name {
+	for _, sv := range s.state.servers.all() {
+		if sv.Name == name {
 			return s.state.snapshot(sv), true
 		}
 	}

@@ -162,9 +162,9 @@ func TestResponsesHaveGophercloudFixtureShapes(t *testing.T) {
 	pool := created.Pools[0]
 	var fipID, routerID, sgID string
 	sim.mu.RLock()
-	fipID = sim.state.fips.order[0]
-	routerID = sim.state.routers.order[0]
-	sgID = sim.state.secGroups.order[0]
+	fipID = sim.state.fips.all()[0].ID
+	routerID = sim.state.routers.all()[0].ID
+	sgID = sim.state.secGroups.all()[0].ID
 	sim.mu.RUnlock()
 
 	gc := gophercloudDir(t)

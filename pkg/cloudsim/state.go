@@ -9,11 +9,14 @@ import (
 
 // coll is an ordered collection keyed by ID: lookups are O(1), listing keeps
 // creation order, and a marker's position is found without a scan so that
-// paging through 10,000 servers stays linear.
+// paging through 10,000 servers stays linear. Deletion leaves a tombstone
+// ("" in order) and compacts once half the slots are dead, so deleting
+// many objects is linear too.
 type coll[T any] struct {
 	byID  map[string]*T
 	order []string
 	pos   map[string]int
+	dead  int
 }
 
 func newColl[T any]() *coll[T] {
@@ -35,19 +38,48 @@ func (c *coll[T]) del(id string) {
 	}
 	delete(c.byID, id)
 	delete(c.pos, id)
-	c.order = append(c.order[:i], c.order[i+1:]...)
-	for j := i; j < len(c.order); j++ {
-		c.pos[c.order[j]] = j
+	c.order[i] = ""
+	c.dead++
+	if c.dead > 64 && c.dead*2 > len(c.order) {
+		live := c.order[:0]
+		for _, x := range c.order {
+			if x != "" {
+				c.pos[x] = len(live)
+				live = append(live, x)
+			}
+		}
+		clear(c.order[len(live):])
+		c.order, c.dead = live, 0
 	}
 }
 
-func (c *coll[T]) len() int { return len(c.order) }
+func (c *coll[T]) len() int { return len(c.byID) }
+
+// at returns the object in slot i of order, or nil for a tombstone.
+func (c *coll[T]) at(i int) *T {
+	if c.order[i] == "" {
+		return nil
+	}
+	return c.byID[c.order[i]]
+}
+
+// first returns the oldest object, or nil.
+func (c *coll[T]) first() *T {
+	for i := range c.order {
+		if v := c.at(i); v != nil {
+			return v
+		}
+	}
+	return nil
+}
 
 // all returns the values in creation order.
 func (c *coll[T]) all() []*T {
-	out := make([]*T, 0, len(c.order))
-	for _, id := range c.order {
-		out = append(out, c.byID[id])
+	out := make([]*T, 0, len(c.byID))
+	for i := range c.order {
+		if v := c.at(i); v != nil {
+			out = append(out, v)
+		}
 	}
 	return out
 }
@@ -286,13 +318,13 @@ func (st *state) projectRef(ref string) *project {
 		if st.projects.len() == 0 {
 			return nil
 		}
-		return st.projects.byID[st.projects.order[0]]
+		return st.projects.first()
 	}
 	if p, ok := st.projects.get(ref); ok {
 		return p
 	}
-	for _, id := range st.projects.order {
-		if p := st.projects.byID[id]; p.Name == ref {
+	for _, p := range st.projects.all() {
+		if p.Name == ref {
 			return p
 		}
 	}
@@ -303,8 +335,8 @@ func (st *state) userRef(ref string) *user {
 	if u, ok := st.users.get(ref); ok {
 		return u
 	}
-	for _, id := range st.users.order {
-		if u := st.users.byID[id]; u.Name == ref {
+	for _, u := range st.users.all() {
+		if u.Name == ref {
 			return u
 		}
 	}
@@ -313,13 +345,13 @@ func (st *state) userRef(ref string) *user {
 
 func (st *state) flavorRef(ref string) *flavor {
 	if ref == "" && st.flavors.len() > 0 {
-		return st.flavors.byID[st.flavors.order[0]]
+		return st.flavors.first()
 	}
 	if f, ok := st.flavors.get(ref); ok {
 		return f
 	}
-	for _, id := range st.flavors.order {
-		if f := st.flavors.byID[id]; f.Name == ref {
+	for _, f := range st.flavors.all() {
+		if f.Name == ref {
 			return f
 		}
 	}
@@ -330,8 +362,8 @@ func (st *state) networkRef(ref string) *network {
 	if n, ok := st.networks.get(ref); ok {
 		return n
 	}
-	for _, id := range st.networks.order {
-		if n := st.networks.byID[id]; n.Name == ref {
+	for _, n := range st.networks.all() {
+		if n.Name == ref {
 			return n
 		}
 	}
@@ -359,8 +391,8 @@ func (st *state) addDefaultSecGroup(projectID string) {
 }
 
 func (st *state) defaultSecGroup(projectID string) string {
-	for _, id := range st.secGroups.order {
-		if g := st.secGroups.byID[id]; g.ProjectID == projectID && g.Name == "default" {
+	for _, g := range st.secGroups.all() {
+		if g.ProjectID == projectID && g.Name == "default" {
 			return g.ID
 		}
 	}
