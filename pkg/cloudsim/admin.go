@@ -10,6 +10,22 @@ import (
 // The admin HTTP API mirrors the Go API for processes that cannot call it:
 // the e2e lab, `make demo`, and operators poking at a running simulator.
 // It is unauthenticated on purpose: the simulator is a local test tool.
+// Bodies are JSON; errors are {"error": "..."} with 400/404/409.
+//
+//	GET    /admin/servers[?name=N]            every server (Server as JSON)
+//	POST   /admin/servers                     create from a ServerSpec → 201
+//	GET    /admin/servers/{id}
+//	DELETE /admin/servers/{id}                → 204; Nova then answers 404
+//	POST   /admin/servers/{id}/shutoff|start  → SHUTOFF / ACTIVE
+//	PUT    /admin/servers/{id}/status         {"status": "ERROR"}
+//	POST   /admin/servers/{id}/floating-ips   {"network": "public"} → {"ip": ...}
+//	DELETE /admin/servers/{id}/floating-ips/{ip}
+//	POST   /admin/servers/{id}/nics           {"network": "n", "fixedIP": "..."}
+//	DELETE /admin/servers/{id}/nics/{network}
+//	GET|POST|DELETE /admin/faults             a FaultRule with durations as "20ms"
+//	POST   /admin/revoke-tokens
+//	PUT    /admin/latency                     {"latency": "20ms"}
+//	GET|DELETE /admin/calls                   per-operation call counters
 
 func (s *Sim) routesAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/calls", func(w http.ResponseWriter, r *http.Request) {
