@@ -9,6 +9,10 @@ BINARIES := $(notdir $(wildcard cmd/*))
 E2E_TIMEOUT ?= 40m
 N ?= 5
 
+FUZZTIME ?= 2m
+# Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
+FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
+
 .PHONY: all build test unit e2e tools lint bench demo fuzz clean help
 
 all: build
@@ -36,13 +40,22 @@ lint: ## gofmt and go vet (with and without the e2e tag).
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./e2e/...
+	$(GO) vet -tags "e2e bench" ./e2e/...
 
-bench: ## Benchmarks: writes a JSON report to bin/bench.json.
-	@echo "make bench: no benchmark has landed yet" >&2; exit 1
+bench: tools ## Benchmarks on the simulator and a real apiserver: JSON report in bin/bench.json.
+	@mkdir -p $(BIN)
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_BENCH_REPORT=$(BIN)/bench.json \
+	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/
+	@echo "report: $(BIN)/bench.json"
 
 demo: ## The whole system on this machine (N nodes).
 	@echo "make demo: the demo has not landed yet" >&2; exit 1
+
+fuzz: ## Fuzz each target for FUZZTIME (default 2m): CSR checks, cloud.conf parsing, providerIDs, addresses.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzzing $$fn in ./pkg/$$pkg for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./pkg/$$pkg/; \
+	done
 
 clean: ## Remove build output (not the tools cache).
 	rm -rf $(BIN)

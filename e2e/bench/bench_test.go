@@ -1,0 +1,307 @@
+//go:build e2e && bench
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/certificate/csr"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/pkg/approver"
+	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+const cloudLatency = 20 * time.Millisecond
+
+// TestBenchCloudsim measures the simulator itself, so the other figures
+// can show it is not their bottleneck.
+func TestBenchCloudsim(t *testing.T) {
+	ctx := context.Background()
+	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	const servers = 10000
+	for i := 1; i <= servers; i++ {
+		if _, err := cloud.Sim.CreateServer(cloudsim.ServerSpec{Name: fmt.Sprintf("s-%05d", i), NICs: []cloudsim.NICSpec{{Network: framework.LabNetwork}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clients := labClients(ctx, t, cloud)
+	const lists = 5
+	start := time.Now()
+	for range lists {
+		got, err := clients.Compute.ListServers(ctx, openstack.ListServersOpts{})
+		if err != nil || len(got) != servers {
+			t.Fatalf("list: %d servers, %v", len(got), err)
+		}
+	}
+	listTime := time.Since(start)
+
+	const tokens = 300
+	body := []byte(`{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"stackward","domain":{"name":"Default"},"password":"lab-password"}}},"scope":{"project":{"name":"lab","domain":{"name":"Default"}}}}}`)
+	start = time.Now()
+	for range tokens {
+		resp, err := http.Post(cloud.AuthURL+"/auth/tokens", "application/json", bytes.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("token: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	tokenTime := time.Since(start)
+	put(t, "cloudsim", map[string]any{
+		"servers":                       servers,
+		"full_listing_seconds":          listTime.Seconds() / lists,
+		"servers_listed_per_second":     float64(servers*lists) / listTime.Seconds(),
+		"detail_pages_per_listing":      PerUnit(cloud.Sim.Calls()["compute.servers.detail"], lists),
+		"tokens_issued_per_second":      float64(tokens) / tokenTime.Seconds(),
+		"token_issue_mean_milliseconds": tokenTime.Seconds() * 1000 / tokens,
+	})
+}
+
+// TestBenchCCMInitialization times the CCM initializing registered nodes
+// (Node objects as a kubelet registers them) at 20 ms cloud latency, and
+// counts the cloud calls per node.
+func TestBenchCCMInitialization(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	for _, n := range []int{100, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+			prefix := fmt.Sprintf("init%d-", n)
+			for i := 1; i <= n; i++ {
+				cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
+			}
+			registerNodes(ctx, t, cp.Admin, prefix, n)
+			cloud.Sim.ResetCalls()
+			start := time.Now()
+			stop := startCCM(ctx, t, cp, cloud.CloudConf(t, ""))
+			defer stop()
+			err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+				return countInitialized(ctx, cp.Admin, prefix) == n, nil
+			})
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatalf("%d of %d nodes initialized: %v", countInitialized(ctx, cp.Admin, prefix), n, err)
+			}
+			calls := cloud.Sim.Calls()
+			cloudCalls := SumCalls(calls, "compute.", "network.")
+			put(t, fmt.Sprintf("ccm_initialize_%d_nodes", n), map[string]any{
+				"nodes":                n,
+				"cloud_latency_ms":     cloudLatency.Milliseconds(),
+				"seconds_to_all":       elapsed.Seconds(),
+				"nodes_per_second":     float64(n) / elapsed.Seconds(),
+				"cloud_calls":          cloudCalls,
+				"cloud_calls_per_node": PerUnit(cloudCalls, n),
+				"calls_by_operation":   calls,
+			})
+			stop()
+			if err := cp.Admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// registerNodes creates Nodes the way a kubelet with
+// --cloud-provider=external registers them.
+func registerNodes(ctx context.Context, t *testing.T, client kubernetes.Interface, prefix string, n int) {
+	t.Helper()
+	parallel(t, n, 20, func(i int) error {
+		name := fmt.Sprintf("%s%04d", prefix, i)
+		_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+				"alpha.kubernetes.io/provided-node-ip": framework.NodeIP(i),
+			}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
+				Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule,
+			}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func countInitialized(ctx context.Context, client kubernetes.Interface, prefix string) int {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	done := 0
+	for _, n := range nodes.Items {
+		if len(n.Name) > len(prefix) && n.Name[:len(prefix)] == prefix && n.Spec.ProviderID != "" && !framework.HasTaint(&n, "node.cloudprovider.kubernetes.io/uninitialized") {
+			done++
+		}
+	}
+	return done
+}
+
+// TestBenchApprover sends 1,000 serving CSRs from 1,000 nodes (built with
+// client-go's certificate request code, as the kubelet does) at 20 ms
+// cloud latency and measures approval latency and throughput.
+func TestBenchApprover(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const n = 1000
+	cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+	for i := 1; i <= n; i++ {
+		cloud.CreateServer(t, fmt.Sprintf("csr-%04d", i), i, "m1.small", "az-1")
+	}
+	ids, err := newNodeIdentity(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := approver.Options{
+		MaxPendingPerNode: approver.DefaultMaxPendingPerNode,
+		CloudQPS:          approver.DefaultCloudQPS,
+		CloudBurst:        approver.DefaultCloudBurst,
+		Registerer:        prometheus.NewRegistry(),
+	}
+	stop := startApprover(ctx, t, cp, cloud.CloudConf(t, ""), opts)
+	defer stop()
+
+	created := sync.Map{}
+	approved := map[string]time.Time{}
+	w, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cloud.Sim.ResetCalls()
+	start := time.Now()
+	go parallel(t, n, 25, func(i int) error {
+		name := fmt.Sprintf("csr-%04d", i)
+		cfg, err := ids.config(name)
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+			Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
+			DNSNames:    []string{name},
+			IPAddresses: []net.IP{net.ParseIP(framework.NodeIP(i))},
+		}, key)
+		if err != nil {
+			return err
+		}
+		begin := time.Now()
+		reqName, _, err := csr.RequestCertificateWithContext(ctx, client, pemCSR(der), "", certificatesv1.KubeletServingSignerName, nil,
+			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, key)
+		if err != nil {
+			return err
+		}
+		created.Store(reqName, begin)
+		return nil
+	})
+	var latencies []time.Duration
+	denied := 0
+	for len(approved)+denied < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %d decisions", len(approved)+denied)
+			}
+			c, isCSR := ev.Object.(*certificatesv1.CertificateSigningRequest)
+			if !isCSR || ev.Type == watch.Deleted {
+				continue
+			}
+			if _, seen := approved[c.Name]; seen {
+				continue
+			}
+			if framework.Condition(c, certificatesv1.CertificateDenied) != nil {
+				denied++
+				t.Errorf("denied: %s", framework.DescribeCSR(c))
+				approved[c.Name] = time.Now()
+				continue
+			}
+			if framework.Condition(c, certificatesv1.CertificateApproved) != nil {
+				now := time.Now()
+				approved[c.Name] = now
+				if begin, ok := created.Load(c.Name); ok {
+					latencies = append(latencies, now.Sub(begin.(time.Time)))
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d decided before the deadline", len(approved), n)
+		}
+	}
+	elapsed := time.Since(start)
+	calls := cloud.Sim.Calls()
+	cloudCalls := SumCalls(calls, "compute.", "network.")
+	put(t, "approver_1000_csrs", map[string]any{
+		"csrs":                     n,
+		"cloud_latency_ms":         cloudLatency.Milliseconds(),
+		"cloud_qps_limit":          opts.CloudQPS,
+		"approved":                 len(latencies),
+		"denied":                   denied,
+		"seconds_to_all":           elapsed.Seconds(),
+		"approvals_per_second":     float64(len(latencies)) / elapsed.Seconds(),
+		"latency":                  Summarize(latencies),
+		"cloud_calls":              cloudCalls,
+		"cloud_calls_per_approval": PerUnit(cloudCalls, n),
+		"calls_by_operation":       calls,
+	})
+}
+
+func labClients(ctx context.Context, t *testing.T, cloud *framework.Cloud) *openstack.Clients {
+	t.Helper()
+	cfg, _, err := config.Load(cloud.CloudConf(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients
+}
+
+// parallel runs fn(1..n) on workers goroutines and fails t on the first error.
+func parallel(t *testing.T, n, workers int, fn func(i int) error) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { t.Errorf("item %d: %v", i, err) })
+				}
+			}
+		}()
+	}
+	for i := 1; i <= n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
