@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
 	"strconv"
@@ -66,60 +67,91 @@ func vmState(status string) (vm string, power int) {
 	}
 }
 
-func (s *Sim) serverLinks(base, id string) []any {
-	return []any{
+func (s *Sim) serverLinks(base, id string) []map[string]any {
+	return []map[string]any{
 		link(base+computePrefix+"/v2.1/servers/"+id, "self"),
 		link(base+computePrefix+"/servers/"+id, "bookmark"),
 	}
 }
 
+// serverJSON is a server in Nova's detail form. It is a struct rather than
+// a map because listing 10,000 servers is dominated by JSON encoding.
+type serverJSON struct {
+	ID             string                     `json:"id"`
+	Name           string                     `json:"name"`
+	Status         string                     `json:"status"`
+	TenantID       string                     `json:"tenant_id"`
+	UserID         string                     `json:"user_id"`
+	Metadata       map[string]string          `json:"metadata"`
+	HostID         string                     `json:"hostId"`
+	Created        string                     `json:"created"`
+	Updated        string                     `json:"updated"`
+	Addresses      map[string][]serverAddress `json:"addresses"`
+	AccessIPv4     string                     `json:"accessIPv4"`
+	AccessIPv6     string                     `json:"accessIPv6"`
+	Links          []map[string]any           `json:"links"`
+	Progress       int                        `json:"progress"`
+	Image          map[string]any             `json:"image"`
+	Flavor         map[string]any             `json:"flavor"`
+	DiskConfig     string                     `json:"OS-DCF:diskConfig"`
+	AZ             string                     `json:"OS-EXT-AZ:availability_zone"`
+	TaskState      *string                    `json:"OS-EXT-STS:task_state"`
+	VMState        string                     `json:"OS-EXT-STS:vm_state"`
+	PowerState     int                        `json:"OS-EXT-STS:power_state"`
+	LaunchedAt     *string                    `json:"OS-SRV-USG:launched_at"`
+	TerminatedAt   *string                    `json:"OS-SRV-USG:terminated_at"`
+	Host           string                     `json:"OS-EXT-SRV-ATTR:host"`
+	Hypervisor     string                     `json:"OS-EXT-SRV-ATTR:hypervisor_hostname"`
+	InstanceName   string                     `json:"OS-EXT-SRV-ATTR:instance_name"`
+	Volumes        []string                   `json:"os-extended-volumes:volumes_attached"`
+	SecurityGroups []map[string]string        `json:"security_groups"`
+	KeyName        *string                    `json:"key_name"`
+	ConfigDrive    string                     `json:"config_drive"`
+	Locked         bool                       `json:"locked"`
+	Tags           *[]string                  `json:"tags,omitempty"`        // microversion 2.26
+	Description    json.RawMessage            `json:"description,omitempty"` // 2.19; "null"
+}
+
+type serverAddress struct {
+	Addr    string `json:"addr"`
+	Version int    `json:"version"`
+	Type    string `json:"OS-EXT-IPS:type"`
+	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
+}
+
+const imageID = "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001"
+
 // serverView renders one server in Nova's detail form.
-func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[string][]*floatingIP) map[string]any {
+func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[string][]*floatingIP) *serverJSON {
 	st := s.state
-	addrs := map[string][]any{}
+	addrs := map[string][]serverAddress{}
 	for _, a := range st.addresses(sv, fips) {
-		addrs[a.Network] = append(addrs[a.Network], map[string]any{
-			"addr": a.IP, "version": a.Version, "OS-EXT-IPS:type": a.Type, "OS-EXT-IPS-MAC:mac_addr": a.MAC,
-		})
+		addrs[a.Network] = append(addrs[a.Network], serverAddress{Addr: a.IP, Version: a.Version, Type: a.Type, MAC: a.MAC})
 	}
 	vm, power := vmState(sv.Status)
-	var launched any
+	v := &serverJSON{
+		ID: sv.ID, Name: sv.Name, Status: sv.Status, TenantID: sv.ProjectID, UserID: sv.UserID,
+		Metadata: maps.Clone(sv.Metadata), HostID: sv.HostID, Created: fmtTime(sv.Created, isoSeconds),
+		Updated: fmtTime(sv.Updated, isoSeconds), Addresses: addrs, AccessIPv4: sv.AccessIPv4, AccessIPv6: sv.AccessIPv6,
+		Links:  s.serverLinks(base, sv.ID),
+		Image:  map[string]any{"id": imageID, "links": []any{link(base+computePrefix+"/images/"+imageID, "bookmark")}},
+		Flavor: s.serverFlavor(sv.FlavorID, base, mv), DiskConfig: "MANUAL", AZ: sv.AZ, VMState: vm, PowerState: power,
+		Host: "cloudsim-" + sv.AZ, Hypervisor: "cloudsim-" + sv.AZ, InstanceName: "instance-" + sv.ID[:8],
+		Volumes: []string{}, SecurityGroups: []map[string]string{{"name": "default"}},
+	}
 	if !sv.Launched.IsZero() {
-		launched = fmtTime(sv.Launched, isoMicros)
+		l := fmtTime(sv.Launched, isoMicros)
+		v.LaunchedAt = &l
 	}
-	var keyName any
 	if sv.KeyName != "" {
-		keyName = sv.KeyName
-	}
-	v := map[string]any{
-		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
-		"metadata": maps.Clone(sv.Metadata), "hostId": sv.HostID, "created": fmtTime(sv.Created, isoSeconds),
-		"updated": fmtTime(sv.Updated, isoSeconds), "addresses": addrs, "accessIPv4": sv.AccessIPv4,
-		"accessIPv6": sv.AccessIPv6, "links": s.serverLinks(base, sv.ID), "progress": 0,
-		"image": map[string]any{"id": "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001",
-			"links": []any{link(base+computePrefix+"/images/5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001", "bookmark")}},
-		"flavor":                               s.serverFlavor(sv.FlavorID, base, mv),
-		"OS-DCF:diskConfig":                    "MANUAL",
-		"OS-EXT-AZ:availability_zone":          sv.AZ,
-		"OS-EXT-STS:task_state":                nil,
-		"OS-EXT-STS:vm_state":                  vm,
-		"OS-EXT-STS:power_state":               power,
-		"OS-SRV-USG:launched_at":               launched,
-		"OS-SRV-USG:terminated_at":             nil,
-		"OS-EXT-SRV-ATTR:host":                 "cloudsim-" + sv.AZ,
-		"OS-EXT-SRV-ATTR:hypervisor_hostname":  "cloudsim-" + sv.AZ,
-		"OS-EXT-SRV-ATTR:instance_name":        "instance-" + sv.ID[:8],
-		"os-extended-volumes:volumes_attached": []any{},
-		"security_groups":                      []any{map[string]any{"name": "default"}},
-		"key_name":                             keyName,
-		"config_drive":                         "",
-		"locked":                               false,
+		k := sv.KeyName
+		v.KeyName = &k
 	}
 	if mv.atLeast(26) {
-		v["tags"] = []string{}
+		v.Tags = &[]string{}
 	}
 	if mv.atLeast(19) {
-		v["description"] = nil
+		v.Description = json.RawMessage("null")
 	}
 	return v
 }
