@@ -28,6 +28,19 @@ func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {
 		h("PUT /lbaas/loadbalancers/{id}", "loadbalancers.update", s.updateLB)
 		h("DELETE /lbaas/loadbalancers/{id}", "loadbalancers.delete", s.deleteLB)
 		h("GET /lbaas/loadbalancers/{id}/status", "loadbalancers.status", s.lbStatusTree)
+		h("GET /lbaas/loadbalancers/{id}/stats", "loadbalancers.stats", s.lbStats)
+		h("GET /lbaas/providers", "providers.list", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"providers": []any{
+				map[string]any{"name": "amphora", "description": "The Octavia Amphora driver (simulated)."},
+				map[string]any{"name": "octavia", "description": "Deprecated alias of the Octavia Amphora driver."},
+			}})
+		})
+		h("GET /lbaas/flavors", "flavors.list", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"flavors": []any{}})
+		})
+		h("GET /lbaas/availabilityzones", "availabilityzones.list", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"availability_zones": []any{}})
+		})
 		s.routesLBChildren(h)
 	}
 }
@@ -253,4 +266,14 @@ func (s *Sim) deleteLB(w http.ResponseWriter, r *http.Request) {
 	lb.mark(provPendingDelete)
 	s.scheduleSettle(lb.ID)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// lbStats answers with zero traffic: the simulator carries none.
+func (s *Sim) lbStats(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"stats": map[string]any{"active_connections": 0, "bytes_in": 0,
+			"bytes_out": 0, "request_errors": 0, "total_connections": 0}})
+	}
 }

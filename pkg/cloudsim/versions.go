@@ -23,6 +23,18 @@ func (s *Sim) routesVersions(mux *http.ServeMux) {
 	s.handle(mux, "GET "+computePrefix+"/v2.1/{$}", anon(ServiceCompute), func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"version": novaVersionDoc(baseURL(r)+computePrefix+"/v2.1/", "v2.1", "CURRENT", novaMaxMicroversion, "2.1")})
 	})
+	s.handle(mux, "GET "+computePrefix+"/v2/{$}", anon(ServiceCompute), func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"version": novaVersionDoc(baseURL(r)+computePrefix+"/v2/", "v2.0", "SUPPORTED", "", "")})
+	})
+	s.handle(mux, "GET "+networkPrefix+"/v2.0/{$}", anon(ServiceNetwork), func(w http.ResponseWriter, r *http.Request) {
+		var res []any
+		for _, c := range []struct{ name, coll string }{{"network", "networks"}, {"subnet", "subnets"}, {"port", "ports"},
+			{"router", "routers"}, {"floatingip", "floatingips"}, {"security_group", "security-groups"}, {"security_group_rule", "security-group-rules"}} {
+			res = append(res, map[string]any{"name": c.name, "collection": c.coll,
+				"links": []any{link(baseURL(r)+networkPrefix+"/v2.0/"+c.coll, "self")}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"resources": res})
+	})
 	s.handle(mux, "GET "+networkPrefix+"/{$}", anon(ServiceNetwork), func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{map[string]any{
 			"id": "v2.0", "status": "CURRENT", "links": []any{link(baseURL(r)+networkPrefix+"/v2.0/", "self")},

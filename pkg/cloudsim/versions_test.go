@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"github.com/gophercloud/gophercloud/v2"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/apiversions"
@@ -54,4 +55,26 @@ func TestVersionDocuments(t *testing.T) {
 			t.Fatalf("versions = %+v", vs)
 		}
 	})
+}
+
+func TestSmallDocuments(t *testing.T) {
+	_, authURL := startSim(t, Options{})
+	pc := provider(t, demoAuth(authURL))
+	base := authURL[:len(authURL)-len("v3")]
+	tests := []struct{ name, path, key string }{
+		{"Nova's legacy v2 document", "compute/v2/", "version"},
+		{"Neutron's v2.0 resource list", "networking/v2.0/", "resources"},
+		{"Octavia's providers", "load-balancer/v2/lbaas/providers", "providers"},
+		{"Octavia's flavors", "load-balancer/v2.0/lbaas/flavors", "flavors"},
+		{"Keystone's v3 document", "v3", "version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is served", func(t *testing.T) {
+			var body map[string]any
+			_, err := pc.Request(ctxT(t), "GET", base+tt.path, &gophercloud.RequestOpts{JSONResponse: &body, OkCodes: []int{200}})
+			if err != nil || body[tt.key] == nil {
+				t.Fatalf("GET %s: %v, %v", tt.path, body, err)
+			}
+		})
+	}
 }
