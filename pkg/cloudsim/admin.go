@@ -222,8 +222,9 @@ func (s *Sim) Servers() []Server {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]Server, 0, s.state.servers.len())
+	fips := s.state.fipIndex()
 	for _, sv := range s.state.servers.all() {
-		out = append(out, s.state.snapshot(sv))
+		out = append(out, s.state.snapshotWith(sv, fips))
 	}
 	return out
 }

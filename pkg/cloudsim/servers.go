@@ -64,7 +64,7 @@ func (st *state) createServer(sp ServerSpec) (*server, error) {
 	if sv.Metadata == nil {
 		sv.Metadata = map[string]string{}
 	}
-	for _, u := range st.users.byID {
+	for _, u := range st.users.all() {
 		if u.ProjectID == pr.ID {
 			sv.UserID = u.ID
 			break
@@ -205,10 +205,13 @@ func ipVersion(s string) int {
 	return 4
 }
 
-func (st *state) snapshot(sv *server) Server {
+func (st *state) snapshot(sv *server) Server { return st.snapshotWith(sv, nil) }
+
+// snapshotWith uses a floating IP index when snapshotting many servers.
+func (st *state) snapshotWith(sv *server, fips map[string][]*floatingIP) Server {
 	out := Server{ID: sv.ID, Name: sv.Name, ProjectID: sv.ProjectID, Status: sv.Status, AZ: sv.AZ,
 		AccessIPv4: sv.AccessIPv4, AccessIPv6: sv.AccessIPv6, Metadata: maps.Clone(sv.Metadata),
-		Addresses: st.addresses(sv, nil)}
+		Addresses: st.addresses(sv, fips)}
 	if fl, ok := st.flavors.get(sv.FlavorID); ok {
 		out.Flavor = fl.Name
 	}
