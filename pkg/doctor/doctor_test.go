@@ -166,9 +166,11 @@ func TestDiagnose(t *testing.T) {
 		counts  [3]int // uninitialized nodes, pending CSRs, denied CSRs
 	}{
 		{
-			name:    "a healthy cluster has no findings",
-			nodes:   []corev1.Node{node("web-1", providerID("openstack:///"+id1))},
-			csrs:    func(t *testing.T) []certificatesv1.CertificateSigningRequest { return list(csr(t, "csr-1", "web-1", 10*time.Minute, nil, approved, issued)) },
+			name:  "a healthy cluster has no findings",
+			nodes: []corev1.Node{node("web-1", providerID("openstack:///"+id1))},
+			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
+				return list(csr(t, "csr-1", "web-1", 10*time.Minute, nil, approved, issued))
+			},
 			compute: &fakeCompute{servers: servers},
 		},
 		{
@@ -176,7 +178,9 @@ func TestDiagnose(t *testing.T) {
 			nodes:   []corev1.Node{node("ghost", uninitialized)},
 			compute: &fakeCompute{servers: servers},
 			want: []want{{node: "ghost", kinds: []Kind{NodeUninitialized}, hint: []string{"No server is named ghost", "--provider-id"},
-				cloud: func(v *CloudView) error { return expect(v.NotFound && !v.Found && v.Error == "", "want not found, got %+v", v) }}},
+				cloud: func(v *CloudView) error {
+					return expect(v.NotFound && !v.Found && v.Error == "", "want not found, got %+v", v)
+				}}},
 			counts: [3]int{1, 0, 0},
 		},
 		{
@@ -242,7 +246,9 @@ func TestDiagnose(t *testing.T) {
 			nodes:   []corev1.Node{node("web-1", uninitialized)},
 			compute: &fakeCompute{err: errors.New("compute: 503 Service Unavailable")},
 			want: []want{{node: "web-1", kinds: []Kind{NodeUninitialized}, hint: []string{"cloud lookup failed", "503"},
-				cloud: func(v *CloudView) error { return expect(!v.NotFound && !v.Found && strings.Contains(v.Error, "503"), "got %+v", v) }}},
+				cloud: func(v *CloudView) error {
+					return expect(!v.NotFound && !v.Found && strings.Contains(v.Error, "503"), "got %+v", v)
+				}}},
 			counts: [3]int{1, 0, 0},
 		},
 		{
@@ -276,7 +282,9 @@ func TestDiagnose(t *testing.T) {
 			nodes:   []corev1.Node{node("web-1", uninitialized, providerID("openstack://RegionTwo/"+id1))},
 			compute: &fakeCompute{servers: servers},
 			want: []want{{node: "web-1", kinds: []Kind{NodeUninitialized}, hint: []string{"region"},
-				cloud: func(v *CloudView) error { return expect(!v.NotFound && strings.Contains(v.Error, "RegionTwo"), "got %+v", v) }}},
+				cloud: func(v *CloudView) error {
+					return expect(!v.NotFound && strings.Contains(v.Error, "RegionTwo"), "got %+v", v)
+				}}},
 			counts: [3]int{1, 0, 0},
 		},
 	}
