@@ -12,6 +12,12 @@
 // addresses in Nova are derived from its Neutron ports, and a load balancer's
 // VIP is a Neutron port, so the services can never disagree with each other.
 //
+// Everything is served on one listener, at the address the client used:
+// Keystone at / and /v3 (the auth URL), Nova at /compute/v2.1, Neutron at
+// /networking (unversioned, as clients discover v2.0), Octavia at
+// /load-balancer (v2 and v2.0), the metadata service at /openstack and
+// /latest, the admin API at /admin/ and metrics at /metrics.
+//
 // Besides the OpenStack APIs it offers what tests and benchmarks need: a seed
 // file, a Go API and an admin HTTP API to change the cloud at run time, fault
 // injection per service and operation, token revocation and per-operation
