@@ -1,11 +1,198 @@
 package provider
 
-import cloudprovider "k8s.io/cloud-provider"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
 
-// LoadBalancer is not served yet. The Octavia support (its own issue) adds
-// a loadBalancers type implementing cloudprovider.LoadBalancer in this
-// file, its orchestration in a separate package, and returns it here from
-// the [LoadBalancer] config (c.cfg.LoadBalancer, already parsed). The
-// service controller is then added to the CCM's controller map in
-// pkg/provider/app and services / services/status to the chart's RBAC.
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/loadbalancer"
+	"github.com/stackward/stackward/pkg/openstack"
+	"github.com/stackward/stackward/pkg/routes"
+)
+
+// LoadBalancer: Cloud alone serves nodes only (it needs nothing but Nova);
+// WithServices adds the Octavia load balancers and Neutron routes.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+
+// WithServices is the provider with load balancers (Octavia, through
+// pkg/loadbalancer) and routes (Neutron router routes, pkg/routes) when
+// the cloud and the config have them.
+type WithServices struct {
+	*Cloud
+	lb     *loadBalancers
+	routes *routes.Routes
+	kube   *kubeAccess
+}
+
+var _ cloudprovider.Interface = (*WithServices)(nil)
+
+// ServiceOptions tune the load balancer orchestration.
+type ServiceOptions struct {
+	// LBRequeue is how soon a Service whose load balancer is busy is
+	// synced again; zero means loadbalancer.DefaultRequeue.
+	LBRequeue time.Duration
+}
+
+// NewWithServices builds the provider with New, then the Octavia and
+// Neutron clients. A cloud without Octavia only logs that Services of type
+// LoadBalancer are not served; a [Route] router-id on a Neutron without
+// the extraroute extension is an error (the user asked for routes).
+func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack.Clients, opts Options, sopts ServiceOptions) (*WithServices, error) {
+	base, err := New(cfg, clients, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &WithServices{Cloud: base, kube: &kubeAccess{}}
+	if clients.Provider == nil {
+		return w, nil // fake clients: nodes only
+	}
+	logger := klog.FromContext(ctx)
+	if cfg.LoadBalancer.Enabled {
+		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube.clusterUID, sopts)
+		if err != nil {
+			logger.Error(err, "Services of type LoadBalancer are not served")
+		}
+	}
+	if cfg.Route.RouterID != "" {
+		w.routes, err = routes.New(ctx, clients, cfg.Route.RouterID)
+		if err != nil {
+			return nil, fmt.Errorf("[Route] router-id %s: %w", cfg.Route.RouterID, err)
+		}
+	}
+	return w, nil
+}
+
+// Initialize also gives the load balancers and routes their apiserver
+// client (the cluster UID, node names).
+func (w *WithServices) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	w.Cloud.Initialize(clientBuilder, stop)
+	client, err := clientBuilder.Client("stackward-openstack-services")
+	if err != nil {
+		klog.Background().Error(err, "No apiserver client: load balancers and routes cannot be managed")
+		return
+	}
+	w.kube.setClient(client)
+}
+
+// LoadBalancer is the Octavia orchestration, when Octavia is there.
+func (w *WithServices) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if w.lb == nil {
+		return nil, false
+	}
+	return w.lb, true
+}
+
+// Routes are the Neutron router's routes, when [Route] router-id is set.
+func (w *WithServices) Routes() (cloudprovider.Routes, bool) {
+	if w.routes == nil {
+		return nil, false
+	}
+	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes}, true
+}
+
+// kubeAccess is what the load balancers and routes ask the apiserver.
+type kubeAccess struct {
+	mu     sync.Mutex
+	client kubernetes.Interface
+	uid    string
+}
+
+func (k *kubeAccess) setClient(client kubernetes.Interface) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.client = client
+}
+
+func (k *kubeAccess) get() (kubernetes.Interface, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.client == nil {
+		return nil, errors.New("the provider is not initialized (no apiserver client)")
+	}
+	return k.client, nil
+}
+
+// clusterUID is the UID of the kube-system namespace: unique per cluster
+// and stable for its life, it tells two clusters sharing a --cluster-name
+// apart in the load balancers' tags. Read once.
+func (k *kubeAccess) clusterUID(ctx context.Context) (string, error) {
+	client, err := k.get()
+	if err != nil {
+		return "", err
+	}
+	k.mu.Lock()
+	uid := k.uid
+	k.mu.Unlock()
+	if uid != "" {
+		return uid, nil
+	}
+	ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read namespace kube-system: %w", err)
+	}
+	k.mu.Lock()
+	k.uid = string(ns.UID)
+	k.mu.Unlock()
+	return string(ns.UID), nil
+}
+
+// nodes lists the Nodes (from the watch cache: resourceVersion 0).
+func (k *kubeAccess) nodes(ctx context.Context) ([]corev1.Node, error) {
+	client, err := k.get()
+	if err != nil {
+		return nil, err
+	}
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return list.Items, nil
+}
+
+// loadBalancers is cloudprovider.LoadBalancer over loadbalancer.Manager.
+type loadBalancers struct {
+	m *loadbalancer.Manager
+}
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, uid func(context.Context) (string, error), sopts ServiceOptions) (*loadBalancers, error) {
+	oct, err := loadbalancer.NewOctavia(clients)
+	if err != nil {
+		return nil, err
+	}
+	net, err := loadbalancer.NewNeutron(clients)
+	if err != nil {
+		return nil, err
+	}
+	return &loadBalancers{m: &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: uid, Requeue: sopts.LBRequeue}}, nil
+}
+
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	return l.m.Get(ctx, clusterName, svc)
+}
+
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName string, svc *corev1.Service) string {
+	return loadbalancer.LoadBalancerName(clusterName, loadbalancer.ServiceRef{Namespace: svc.Namespace, Name: svc.Name})
+}
+
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	return l.m.Ensure(ctx, clusterName, svc, nodes)
+}
+
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	return l.m.Update(ctx, clusterName, svc, nodes)
+}
+
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
+	return l.m.Delete(ctx, clusterName, svc)
+}

@@ -23,6 +23,8 @@ import (
 	ccmconfig "k8s.io/cloud-provider/app/config"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/configz"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -138,7 +140,7 @@ func moduleVersion(path string) string {
 }
 
 // newCloud reads the cloud config and builds the provider and its clients.
-func newCloud(ctx context.Context, name, path string, popts provider.Options, opts Options) (*provider.Cloud, error) {
+func newCloud(ctx context.Context, name, path string, popts provider.Options, opts Options) (*provider.WithServices, error) {
 	logger := klog.FromContext(ctx)
 	if name != provider.ProviderName {
 		return nil, fmt.Errorf("--cloud-provider=%q: stackward-ccm only provides %q", name, provider.ProviderName)
@@ -165,7 +167,7 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	if err != nil {
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
-	cloud, err := provider.New(cfg, clients, popts)
+	cloud, err := provider.NewWithServices(ctx, cfg, clients, popts, provider.ServiceOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("openstack provider: %w", err)
 	}
@@ -193,7 +195,12 @@ It runs k8s.io/cloud-provider's controllers against Nova:
   cloud-node-lifecycle  deletes a NotReady Node whose server Nova says is gone and taints
                         one whose server is SHUTOFF. A cloud error is never taken as
                         "gone": nothing is deleted on uncertainty.
-(The service and route controllers come with load balancer and route support.)
+  service               one Octavia load balancer per Service of type LoadBalancer
+                        ([LoadBalancer] in cloud.conf, loadbalancer.openstack.org/*
+                        annotations), with a floating IP unless internal.
+  route                 a Neutron router route per node pod CIDR ([Route] router-id),
+                        only with --allocate-node-cidrs, --configure-cloud-routes and
+                        --cluster-cidr, as in kube-controller-manager.
 
 A Node without a providerID is matched to the server with exactly its name; several
 servers with that name is an error, never a guess.
@@ -207,21 +214,41 @@ Metrics, Stackward's (stackward_cloud_*) and the controllers', are served on the
 port's /metrics (default :10258), behind delegated authentication and authorization.`
 
 // controllerInitializers names the controllers this CCM runs, under the
-// names --controllers uses. The service and route controllers join here
-// when the provider implements LoadBalancer and Routes:
-//
-//	names.ServiceLBController: ccmapp.DefaultInitFuncConstructors[names.ServiceLBController],
-//	names.NodeRouteController: ccmapp.DefaultInitFuncConstructors[names.NodeRouteController],
+// names --controllers uses.
 func controllerInitializers() map[string]ccmapp.ControllerInitFuncConstructor {
 	enabled := []string{
 		names.CloudNodeController,
 		names.CloudNodeLifecycleController,
+		names.ServiceLBController,
+		names.NodeRouteController,
 	}
 	out := make(map[string]ccmapp.ControllerInitFuncConstructor, len(enabled))
 	for _, name := range enabled {
 		out[name] = ccmapp.DefaultInitFuncConstructors[name]
 	}
+	out[names.NodeRouteController] = routeOnlyWithAllocatedCIDRs(out[names.NodeRouteController])
 	return out
+}
+
+// routeOnlyWithAllocatedCIDRs gives the route controller
+// kube-controller-manager's condition: routes are configured only when pod
+// CIDRs are allocated (--allocate-node-cidrs) and routes are wanted
+// (--configure-cloud-routes, on by default). k8s.io/cloud-provider checks
+// the second only, and then fails the whole CCM without a --cluster-cidr.
+func routeOnlyWithAllocatedCIDRs(c ccmapp.ControllerInitFuncConstructor) ccmapp.ControllerInitFuncConstructor {
+	inner := c.Constructor
+	c.Constructor = func(initContext ccmapp.ControllerInitContext, completed *ccmconfig.CompletedConfig, cloud cloudprovider.Interface) ccmapp.InitFunc {
+		shared := completed.ComponentConfig.KubeCloudShared
+		if !shared.AllocateNodeCIDRs || !shared.ConfigureCloudRoutes {
+			return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+				klog.FromContext(ctx).Info("Not configuring cloud routes: they need --allocate-node-cidrs and --configure-cloud-routes",
+					"allocateNodeCIDRs", shared.AllocateNodeCIDRs, "configureCloudRoutes", shared.ConfigureCloudRoutes)
+				return nil, false, nil
+			}
+		}
+		return inner(initContext, completed, cloud)
+	}
+	return c
 }
 
 // controllerAliases keeps the short --controllers names (cloud-node,

@@ -139,14 +139,15 @@ func TestNewCloudHandsTheRegistryToTheClients(t *testing.T) {
 	}
 }
 
-func TestControllersAreCloudNodeAndLifecycleOnly(t *testing.T) {
+func TestControllersAreNodeLifecycleServiceAndRoute(t *testing.T) {
 	got := controllerInitializers()
 	var keys []string
 	for k := range got {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{names.CloudNodeController, names.CloudNodeLifecycleController}
+	want := []string{names.CloudNodeController, names.CloudNodeLifecycleController, names.NodeRouteController, names.ServiceLBController}
+	slices.Sort(want)
 	if !slices.Equal(keys, want) {
 		t.Fatalf("controllers = %v, want %v", keys, want)
 	}
@@ -156,7 +157,8 @@ func TestControllersAreCloudNodeAndLifecycleOnly(t *testing.T) {
 		}
 	}
 	aliases := controllerAliases(got)
-	if aliases["cloud-node"] != names.CloudNodeController || aliases["cloud-node-lifecycle"] != names.CloudNodeLifecycleController || len(aliases) != 2 {
-		t.Errorf("aliases = %v, want cloud-node and cloud-node-lifecycle only", aliases)
+	if aliases["cloud-node"] != names.CloudNodeController || aliases["cloud-node-lifecycle"] != names.CloudNodeLifecycleController ||
+		aliases["service"] != names.ServiceLBController || aliases["route"] != names.NodeRouteController || len(aliases) != 4 {
+		t.Errorf("aliases = %v, want cloud-node, cloud-node-lifecycle, service and route", aliases)
 	}
 }

@@ -1,0 +1,127 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// resolve fills in what neither the config nor the annotations say, with
+// as few lookups as possible, each done once per process:
+//   - the VIP subnet of a new load balancer: the subnet of the nodes'
+//     addresses (the first node's port);
+//   - the floating network of a public load balancer: the one external
+//     network, when there is exactly one. Several is an error naming them
+//     (a guess could put the VIP on the wrong network).
+func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
+	if lb == nil && o.subnetID == "" && o.networkID == "" {
+		subnet, err := m.detectNodeSubnet(ctx, nodes)
+		if err != nil {
+			return err
+		}
+		o.subnetID = subnet
+	}
+	if !o.internal && o.floatingNetworkID == "" {
+		net, err := m.detectFloatingNetwork(ctx)
+		if err != nil {
+			return err
+		}
+		o.floatingNetworkID = net
+	}
+	return nil
+}
+
+func (m *Manager) detectNodeSubnet(ctx context.Context, nodes []*corev1.Node) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nodeSubnet != "" {
+		return m.nodeSubnet, nil
+	}
+	for _, n := range nodes {
+		for _, v6 := range []bool{false, true} {
+			ip := internalIP(n, v6)
+			if ip == "" {
+				continue
+			}
+			subnet, err := m.Neutron.SubnetOfAddress(ctx, ip)
+			if err != nil {
+				return "", fmt.Errorf("find the subnet of node %s (%s) for the VIP; or set subnet-id in [LoadBalancer]: %w", n.Name, ip, err)
+			}
+			m.nodeSubnet = subnet
+			return subnet, nil
+		}
+	}
+	return "", fmt.Errorf("no subnet-id or network-id in [LoadBalancer] and no node with an InternalIP to find the nodes' subnet from")
+}
+
+func (m *Manager) detectFloatingNetwork(ctx context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.floatingNetwork != "" {
+		return m.floatingNetwork, nil
+	}
+	nets, err := m.Neutron.ExternalNetworks(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find the external network for floating IPs: %w", err)
+	}
+	switch len(nets) {
+	case 0:
+		// No external network: the load balancer is reachable on its VIP.
+		return "", nil
+	case 1:
+		m.floatingNetwork = nets[0]
+		klog.FromContext(ctx).Info("Using the only external network for load balancer floating IPs", "network", nets[0])
+		return nets[0], nil
+	}
+	return "", fmt.Errorf("several external networks (%s): set floating-network-id in [LoadBalancer] or the annotation %s",
+		strings.Join(nets, ", "), AnnotationFloatingNetworkID)
+}
+
+// ensureFloatingIP gives a public load balancer its floating IP, in this
+// order: the one already on the VIP port (whatever its origin), the
+// floating IP spec.loadBalancerIP names (attached, not taken over: it is
+// the user's), or a new one, marked as ours.
+func (m *Manager) ensureFloatingIP(ctx context.Context, id Identity, svc *corev1.Service, o *options, lb *LoadBalancer) ([]FloatingIP, error) {
+	if o.internal || o.floatingNetworkID == "" {
+		return nil, nil
+	}
+	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
+	if err != nil {
+		return nil, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	if len(fips) > 0 {
+		return fips, nil
+	}
+	if o.loadBalancerIP != "" {
+		found, err := m.Neutron.FloatingIPs(ctx, "", o.loadBalancerIP)
+		if err != nil {
+			return nil, fmt.Errorf("find floating IP %s (spec.loadBalancerIP): %w", o.loadBalancerIP, err)
+		}
+		if len(found) > 0 {
+			f := found[0]
+			if f.PortID != "" && f.PortID != lb.VIPPortID {
+				return nil, fmt.Errorf("spec.loadBalancerIP %s: %w %s", f.Address, ErrFloatingIPInUse, f.PortID)
+			}
+			if err := m.Neutron.AttachFloatingIP(ctx, f.ID, lb.VIPPortID); err != nil {
+				return nil, fmt.Errorf("attach floating IP %s to VIP port %s: %w", f.Address, lb.VIPPortID, err)
+			}
+			f.PortID = lb.VIPPortID
+			return []FloatingIP{f}, nil
+		}
+	}
+	f, err := m.Neutron.CreateFloatingIP(ctx, FloatingIP{
+		NetworkID:   o.floatingNetworkID,
+		SubnetID:    o.floatingSubnetID,
+		Address:     o.loadBalancerIP,
+		PortID:      lb.VIPPortID,
+		Description: FloatingIPDescription(id, refOf(svc)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create floating IP on network %s for VIP port %s: %w", o.floatingNetworkID, lb.VIPPortID, err)
+	}
+	klog.FromContext(ctx).Info("Allocated floating IP", "service", refOf(svc).String(), "ip", f.Address, "loadBalancer", lb.Name)
+	return []FloatingIP{*f}, nil
+}

@@ -1,0 +1,283 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/config"
+)
+
+// DefaultRequeue is how soon a Service whose load balancer is busy
+// (PENDING_*) or has more changes queued is looked at again.
+const DefaultRequeue = 5 * time.Second
+
+// Manager orchestrates the Octavia load balancers of Services. It never
+// waits for Octavia: a busy load balancer is a RetryError that brings the
+// Service back after Requeue, so one slow or stuck load balancer holds no
+// worker and blocks no other Service.
+type Manager struct {
+	Octavia Octavia
+	Neutron Neutron
+	Config  config.LoadBalancer
+	// ClusterUID returns the cluster's UID (the kube-system namespace UID);
+	// it may fail until the apiserver answers.
+	ClusterUID func(ctx context.Context) (string, error)
+	// Requeue is the RetryError delay; zero means DefaultRequeue.
+	Requeue time.Duration
+
+	mu sync.Mutex
+	// Looked up once: the only external network, the nodes' subnet.
+	floatingNetwork, nodeSubnet string
+}
+
+func (m *Manager) requeue() time.Duration {
+	if m.Requeue > 0 {
+		return m.Requeue
+	}
+	return DefaultRequeue
+}
+
+func (m *Manager) identity(ctx context.Context, clusterName string) (Identity, error) {
+	uid, err := m.ClusterUID(ctx)
+	if err != nil {
+		return Identity{}, fmt.Errorf("cluster UID: %w", err)
+	}
+	return Identity{ClusterName: clusterName, ClusterUID: uid}, nil
+}
+
+func refOf(svc *corev1.Service) ServiceRef { return ServiceRef{Namespace: svc.Namespace, Name: svc.Name} }
+
+// find returns the Service's load balancer, or nil when there is none.
+func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
+	name := LoadBalancerName(id.ClusterName, refOf(svc))
+	lbs, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
+	if err != nil {
+		return nil, fmt.Errorf("find load balancer %q: %w", name, err)
+	}
+	switch len(lbs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &lbs[0], nil
+	}
+	ids := make([]string, 0, len(lbs))
+	for _, lb := range lbs {
+		ids = append(ids, lb.ID)
+	}
+	return nil, fmt.Errorf("%w %q: %s", ErrDuplicate, name, strings.Join(ids, ", "))
+}
+
+// Get reports the Service's load balancer and its status.
+func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	id, err := m.identity(ctx, clusterName)
+	if err != nil {
+		return nil, false, err
+	}
+	lb, err := m.find(ctx, id, svc)
+	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+		return nil, false, err
+	}
+	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
+	if err != nil {
+		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	return status(lb, fips), true, nil
+}
+
+// Ensure creates or updates the Service's load balancer. Each call makes
+// at most one change in Octavia (plus the floating IP in Neutron) and
+// returns a RetryError while more remain or Octavia is busy.
+func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	o, err := parseOptions(svc, m.Config)
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.identity(ctx, clusterName)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := m.find(ctx, id, svc)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.resolve(ctx, o, lb, nodes); err != nil {
+		return nil, err
+	}
+	spec := buildSpec(id, svc, o, nodes)
+	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "loadBalancer", spec.Name)
+
+	if lb == nil {
+		lb, err = m.Octavia.CreateLoadBalancer(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, err)
+		}
+		logger.Info("Created load balancer", "id", lb.ID, "listeners", len(spec.Listeners))
+		// Neutron does not wait for Octavia: the VIP port exists already.
+		if _, err := m.ensureFloatingIP(ctx, id, svc, o, lb); err != nil {
+			return nil, err
+		}
+		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	switch lb.ProvisioningStatus {
+	case StatusActive:
+	case StatusError:
+		return nil, fmt.Errorf("load balancer %s (%s): %w; delete it in Octavia (or the Service) to have it recreated", spec.Name, lb.ID, ErrProvisioningError)
+	default:
+		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	if err := checkImmutable(lb, spec); err != nil {
+		return nil, err
+	}
+	fips, err := m.ensureFloatingIP(ctx, id, svc, o, lb)
+	if err != nil {
+		return nil, err
+	}
+	remaining, err := m.step(ctx, lb, spec)
+	if err != nil {
+		return nil, err
+	}
+	if remaining > 0 {
+		return nil, notReady(m.requeue(), "load balancer %s (%s): %d more changes queued", spec.Name, lb.ID, remaining)
+	}
+	return status(lb, fips), nil
+}
+
+// Update brings the members up to date with nodes. It is Ensure's tree
+// sync without the floating IP (which node changes never touch).
+func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	o, err := parseOptions(svc, m.Config)
+	if err != nil {
+		return err
+	}
+	id, err := m.identity(ctx, clusterName)
+	if err != nil {
+		return err
+	}
+	lb, err := m.find(ctx, id, svc)
+	if err != nil {
+		return err
+	}
+	if lb == nil {
+		return fmt.Errorf("no load balancer %q to update", LoadBalancerName(clusterName, refOf(svc)))
+	}
+	if lb.ProvisioningStatus != StatusActive {
+		return notReady(m.requeue(), "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
+	}
+	if err := m.resolve(ctx, o, lb, nodes); err != nil {
+		return err
+	}
+	remaining, err := m.step(ctx, lb, buildSpec(id, svc, o, nodes))
+	if err != nil {
+		return err
+	}
+	if remaining > 0 {
+		return notReady(m.requeue(), "load balancer %s: %d more changes queued", lb.Name, remaining)
+	}
+	return nil
+}
+
+// step reads the tree, plans, runs the first step and returns how many
+// steps remain after it.
+func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, error) {
+	tree, err := m.Octavia.Tree(ctx, lb.ID)
+	if err != nil {
+		return 0, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
+	}
+	steps := plan(lb.ID, tree, spec)
+	if len(steps) == 0 {
+		return 0, nil
+	}
+	klog.FromContext(ctx).Info("Updating load balancer", "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
+	if err := steps[0].do(ctx, m.Octavia); err != nil {
+		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, err)
+	}
+	return len(steps) - 1, nil
+}
+
+// Delete removes the Service's load balancer with all its children, and
+// the floating IP when this cluster allocated it and the Service does not
+// ask to keep it. A floating IP the user brought is only detached.
+func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Service) error {
+	id, err := m.identity(ctx, clusterName)
+	if err != nil {
+		return err
+	}
+	lb, err := m.find(ctx, id, svc)
+	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+		return err
+	}
+	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
+		return notReady(m.requeue(), "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	// Floating IPs first: once the VIP port is gone nothing links them to
+	// the load balancer any more.
+	// An unreadable keep-floatingip keeps it: releasing an address is
+	// the one thing that cannot be undone.
+	keep, err := strconv.ParseBool(svc.Annotations[AnnotationKeepFloatingIP])
+	if _, set := svc.Annotations[AnnotationKeepFloatingIP]; set && err != nil {
+		keep = true
+	}
+	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
+	if err != nil {
+		return fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	for _, f := range fips {
+		if createdByUs(f.Description, id.ClusterUID) && !keep {
+			err = m.Neutron.DeleteFloatingIP(ctx, f.ID)
+		} else {
+			err = m.Neutron.AttachFloatingIP(ctx, f.ID, "")
+		}
+		if err != nil {
+			return fmt.Errorf("release floating IP %s: %w", f.Address, err)
+		}
+	}
+	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
+		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
+	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
+	return nil
+}
+
+// checkImmutable refuses changes Octavia cannot make in place, rather than
+// silently ignoring them.
+func checkImmutable(lb *LoadBalancer, spec Spec) error {
+	var errs []error
+	for _, f := range []struct{ what, have, want string }{
+		{"VIP subnet (" + AnnotationSubnetID + ")", lb.VIPSubnetID, spec.VIPSubnetID},
+		{"VIP network (" + AnnotationNetworkID + ")", lb.VIPNetworkID, spec.VIPNetworkID},
+		{"flavor (" + AnnotationFlavorID + ")", lb.FlavorID, spec.FlavorID},
+		{"availability zone (" + AnnotationAvailabilityZone + ")", lb.AvailabilityZone, spec.Zone},
+		{"VIP address (spec.loadBalancerIP)", lb.VIPAddress, spec.VIPAddress},
+	} {
+		if f.want != "" && f.have != f.want {
+			errs = append(errs, fmt.Errorf("load balancer %s: %s %q -> %q %w", lb.Name, f.what, f.have, f.want, ErrImmutable))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// status is the Service's ingress: the floating IP, or the VIP without one.
+func status(lb *LoadBalancer, fips []FloatingIP) *corev1.LoadBalancerStatus {
+	ips := []string{}
+	for _, f := range fips {
+		ips = append(ips, f.Address)
+	}
+	slices.Sort(ips)
+	if len(ips) == 0 {
+		ips = append(ips, lb.VIPAddress)
+	}
+	st := &corev1.LoadBalancerStatus{}
+	for _, ip := range ips {
+		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return st
+}

@@ -1,0 +1,107 @@
+package loadbalancer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Every name, tag and description Stackward gives a cloud resource is built
+// here, so that finding our resources again (and never someone else's)
+// depends on one file.
+
+// maxNameLen is Octavia's (and Neutron's) limit for names and descriptions.
+const maxNameLen = 255
+
+// Tag prefixes. Octavia tags are at most 255 characters; a cluster UID (a
+// Kubernetes UID, 36 characters) always fits.
+const (
+	clusterUIDTagPrefix = "kube_cluster_uid="
+	serviceTagPrefix    = "kube_service="
+)
+
+// Identity says which cluster a resource belongs to: the --cluster-name
+// (readable, but not unique: two clusters may share it) and the cluster UID
+// (the kube-system namespace UID, unique per cluster).
+type Identity struct {
+	ClusterName string
+	ClusterUID  string
+}
+
+// ServiceRef names a Service.
+type ServiceRef struct {
+	Namespace, Name string
+}
+
+func (s ServiceRef) String() string { return s.Namespace + "/" + s.Name }
+
+// LoadBalancerName is kube_service_<cluster>_<namespace>_<name>, shortened
+// with a hash suffix when it would exceed Octavia's limit.
+func LoadBalancerName(clusterName string, svc ServiceRef) string {
+	return fit(fmt.Sprintf("kube_service_%s_%s_%s", clusterName, svc.Namespace, svc.Name))
+}
+
+// ClusterTag marks every load balancer of one cluster; lookups filter on it
+// so that a cluster never adopts another's load balancer of the same name.
+func ClusterTag(uid string) string { return clusterUIDTagPrefix + uid }
+
+// serviceTag records the Service a load balancer serves, for operators.
+func serviceTag(svc ServiceRef) string { return fit(serviceTagPrefix + svc.String()) }
+
+// LoadBalancerTags are the tags of a Service's load balancer.
+func LoadBalancerTags(id Identity, svc ServiceRef) []string {
+	return []string{ClusterTag(id.ClusterUID), serviceTag(svc)}
+}
+
+// loadBalancerDescription is informative only; nothing parses it.
+func loadBalancerDescription(id Identity, svc ServiceRef) string {
+	return fit(fmt.Sprintf("Kubernetes Service %s of cluster %s (%s), managed by stackward", svc, id.ClusterName, id.ClusterUID))
+}
+
+// listenerName, poolName and monitorName name the children after the
+// Service port they serve. They are for people: children are matched by
+// protocol and port, never by name.
+func listenerName(lbName, protocol string, port int) string {
+	return fit(fmt.Sprintf("listener_%s_%d_%s", strings.ToLower(protocol), port, lbName))
+}
+
+func poolName(lbName, protocol string, port int) string {
+	return fit(fmt.Sprintf("pool_%s_%d_%s", strings.ToLower(protocol), port, lbName))
+}
+
+func monitorName(lbName, protocol string, port int) string {
+	return fit(fmt.Sprintf("monitor_%s_%d_%s", strings.ToLower(protocol), port, lbName))
+}
+
+// floatingIPMarker ends the description of every floating IP Stackward
+// allocated for this cluster; only those are released on delete.
+func floatingIPMarker(uid string) string { return "[stackward " + ClusterTag(uid) + "]" }
+
+// FloatingIPDescription is the description of a floating IP Stackward
+// allocates for a Service.
+func FloatingIPDescription(id Identity, svc ServiceRef) string {
+	marker := floatingIPMarker(id.ClusterUID)
+	head := "Floating IP for Kubernetes Service " + svc.String() + " "
+	if len(head)+len(marker) > maxNameLen {
+		head = head[:maxNameLen-len(marker)]
+	}
+	return head + marker
+}
+
+// createdByUs reports whether a floating IP's description says this
+// cluster allocated it.
+func createdByUs(description, uid string) bool {
+	return uid != "" && strings.HasSuffix(description, floatingIPMarker(uid))
+}
+
+// fit shortens s to maxNameLen, replacing the tail with "_" and 8 hex
+// digits of the whole name's SHA-256, so distinct long names stay distinct.
+func fit(s string) string {
+	if len(s) <= maxNameLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := "_" + hex.EncodeToString(sum[:])[:8]
+	return s[:maxNameLen-len(suffix)] + suffix
+}

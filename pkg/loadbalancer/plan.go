@@ -1,0 +1,169 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// Octavia locks a load balancer (PENDING_UPDATE) after every change, so the
+// changes to an existing tree are a list of steps, each one API call, run
+// one per sync. plan orders them so that each step leaves a working load
+// balancer, and picks the call that does the most at once: a new port is
+// one fully populated listener, a member change one batch update per pool.
+
+// step is one Octavia call of a plan.
+type step struct {
+	// What says what the step does, e.g. "create listener TCP/80"; tests
+	// compare plans by it.
+	What string
+	do   func(ctx context.Context, o Octavia) error
+}
+
+func (s step) String() string { return s.What }
+
+type listenerKey struct {
+	protocol string
+	port     int
+}
+
+func keyOf(protocol string, port int) string { return protocol + "/" + strconv.Itoa(port) }
+
+// plan lists the steps that turn tree into spec.
+func plan(lbID string, tree *Tree, spec Spec) []step {
+	var steps []step
+	want := map[listenerKey]ListenerSpec{}
+	for _, l := range spec.Listeners {
+		want[listenerKey{l.Protocol, l.Port}] = l
+	}
+	have := map[listenerKey]Listener{}
+	for _, l := range tree.Listeners {
+		have[listenerKey{l.Protocol, l.Port}] = l
+	}
+	// Removed ports first: they may free a port number a new one needs.
+	for _, l := range tree.Listeners {
+		if _, ok := want[listenerKey{l.Protocol, l.Port}]; ok {
+			continue
+		}
+		if l.DefaultPoolID != "" {
+			steps = append(steps, step{"delete pool of listener " + keyOf(l.Protocol, l.Port), func(ctx context.Context, o Octavia) error {
+				return o.DeletePool(ctx, l.DefaultPoolID)
+			}})
+		}
+		steps = append(steps, step{"delete listener " + keyOf(l.Protocol, l.Port), func(ctx context.Context, o Octavia) error {
+			return o.DeleteListener(ctx, l.ID)
+		}})
+	}
+	for _, l := range spec.Listeners {
+		key := keyOf(l.Protocol, l.Port)
+		cur, ok := have[listenerKey{l.Protocol, l.Port}]
+		if !ok {
+			steps = append(steps, step{"create listener " + key, func(ctx context.Context, o Octavia) error {
+				return o.CreateListener(ctx, lbID, l)
+			}})
+			continue
+		}
+		if !listenerEqual(cur, l) {
+			steps = append(steps, step{"update listener " + key, func(ctx context.Context, o Octavia) error {
+				return o.UpdateListener(ctx, cur.ID, l)
+			}})
+		}
+		steps = append(steps, planPool(key, cur, tree.Pools[cur.DefaultPoolID], l.Pool)...)
+	}
+	return steps
+}
+
+func planPool(key string, l Listener, cur *Pool, want PoolSpec) []step {
+	if cur == nil {
+		return []step{{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.CreatePool(ctx, l.ID, want)
+		}}}
+	}
+	if cur.Protocol != want.Protocol {
+		// A pool's protocol is immutable (proxy protocol toggled): replace
+		// the pool, members and monitor included, in two calls.
+		return []step{
+			{"delete pool of listener " + key + " (protocol " + cur.Protocol + ")", func(ctx context.Context, o Octavia) error {
+				return o.DeletePool(ctx, cur.ID)
+			}},
+			{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
+				return o.CreatePool(ctx, l.ID, want)
+			}},
+		}
+	}
+	var steps []step
+	if cur.Method != want.Method {
+		steps = append(steps, step{"update pool of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.UpdatePool(ctx, cur.ID, want)
+		}})
+	}
+	if !sameMembers(cur.Members, want.Members) {
+		steps = append(steps, step{fmt.Sprintf("set %d members of listener %s", len(want.Members), key), func(ctx context.Context, o Octavia) error {
+			return o.SetMembers(ctx, cur.ID, want.Members)
+		}})
+	}
+	switch m := cur.Monitor; {
+	case m == nil && want.Monitor != nil:
+		steps = append(steps, step{"create monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
+		}})
+	case m != nil && want.Monitor == nil:
+		steps = append(steps, step{"delete monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.DeleteMonitor(ctx, m.ID)
+		}})
+	case m != nil && m.Type != want.Monitor.Type:
+		steps = append(steps,
+			step{"delete monitor of listener " + key + " (type " + m.Type + ")", func(ctx context.Context, o Octavia) error {
+				return o.DeleteMonitor(ctx, m.ID)
+			}},
+			step{"create monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+				return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
+			}})
+	case m != nil && !monitorEqual(m.MonitorSpec, *want.Monitor):
+		steps = append(steps, step{"update monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.UpdateMonitor(ctx, m.ID, *want.Monitor)
+		}})
+	}
+	return steps
+}
+
+func listenerEqual(cur Listener, want ListenerSpec) bool {
+	if cur.ConnLimit != want.ConnLimit || !sameStrings(cur.AllowedCIDRs, want.AllowedCIDRs) {
+		return false
+	}
+	// Zero timeouts mean "Octavia's default": whatever is there is fine.
+	t, w := cur.Timeouts, want.Timeouts
+	for _, p := range [][2]int{{t.ClientData, w.ClientData}, {t.MemberConnect, w.MemberConnect}, {t.MemberData, w.MemberData}, {t.TCPInspect, w.TCPInspect}} {
+		if p[1] != 0 && p[0] != p[1] {
+			return false
+		}
+	}
+	return true
+}
+
+func monitorEqual(cur, want MonitorSpec) bool {
+	return cur.Delay == want.Delay && cur.Timeout == want.Timeout && cur.MaxRetries == want.MaxRetries &&
+		cur.MaxRetriesDown == want.MaxRetriesDown && (want.URLPath == "" || cur.URLPath == want.URLPath)
+}
+
+// sameMembers compares the backends (address and port) only: that is what
+// the status tree reports for free, and what a node change alters.
+func sameMembers(cur, want []Member) bool {
+	key := func(ms []Member) []string {
+		out := make([]string, 0, len(ms))
+		for _, m := range ms {
+			out = append(out, m.Address+"/"+strconv.Itoa(m.Port))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(cur), key(want))
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
