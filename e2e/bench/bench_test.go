@@ -83,19 +83,24 @@ func TestBenchCloudsim(t *testing.T) {
 // counts the cloud calls per node.
 func TestBenchCCMInitialization(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, n := range []int{100, 1000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		workers int
+	}{{100, 1}, {1000, 1}, {1000, 10}} {
+		n := tc.n
+		t.Run(fmt.Sprintf("%d nodes %d workers", n, tc.workers), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
-			prefix := fmt.Sprintf("init%d-", n)
+			prefix := fmt.Sprintf("init%d-%d-", n, tc.workers)
 			for i := 1; i <= n; i++ {
 				cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
 			}
 			registerNodes(ctx, t, cp.Admin, prefix, n)
 			cloud.Sim.ResetCalls()
 			start := time.Now()
-			stop := startCCM(ctx, t, cp, cloud.CloudConf(t, ""))
+			// --concurrent-node-syncs: cloud-provider's default is 1 worker.
+			stop := startCCM(ctx, t, cp, cloud.CloudConf(t, ""), fmt.Sprintf("--concurrent-node-syncs=%d", tc.workers))
 			defer stop()
 			err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 				return countInitialized(ctx, cp.Admin, prefix) == n, nil
@@ -106,8 +111,9 @@ func TestBenchCCMInitialization(t *testing.T) {
 			}
 			calls := cloud.Sim.Calls()
 			cloudCalls := SumCalls(calls, "compute.", "network.")
-			put(t, fmt.Sprintf("ccm_initialize_%d_nodes", n), map[string]any{
+			put(t, fmt.Sprintf("ccm_initialize_%d_nodes_%d_workers", n, tc.workers), map[string]any{
 				"nodes":                n,
+				"node_sync_workers":    tc.workers,
 				"cloud_latency_ms":     cloudLatency.Milliseconds(),
 				"seconds_to_all":       elapsed.Seconds(),
 				"nodes_per_second":     float64(n) / elapsed.Seconds(),
@@ -159,13 +165,22 @@ func countInitialized(ctx context.Context, client kubernetes.Interface, prefix s
 // client-go's certificate request code, as the kubelet does) at 20 ms
 // cloud latency and measures approval latency and throughput.
 func TestBenchApprover(t *testing.T) {
+	// With the flag defaults the cloud rate limit sets the pace; with a
+	// generous one the approver's own cost shows.
+	for _, qps := range []float64{approver.DefaultCloudQPS, 500} {
+		t.Run(fmt.Sprintf("cloud qps %g", qps), func(t *testing.T) { benchApprovals(t, qps) })
+	}
+}
+
+func benchApprovals(t *testing.T, qps float64) {
 	cp := framework.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const n = 1000
+	prefix := fmt.Sprintf("csr%g-", qps)
 	cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
 	for i := 1; i <= n; i++ {
-		cloud.CreateServer(t, fmt.Sprintf("csr-%04d", i), i, "m1.small", "az-1")
+		cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
 	}
 	ids, err := newNodeIdentity(cp)
 	if err != nil {
@@ -173,8 +188,8 @@ func TestBenchApprover(t *testing.T) {
 	}
 	opts := approver.Options{
 		MaxPendingPerNode: approver.DefaultMaxPendingPerNode,
-		CloudQPS:          approver.DefaultCloudQPS,
-		CloudBurst:        approver.DefaultCloudBurst,
+		CloudQPS:          qps,
+		CloudBurst:        max(approver.DefaultCloudBurst, int(qps)),
 		Registerer:        prometheus.NewRegistry(),
 	}
 	stop := startApprover(ctx, t, cp, cloud.CloudConf(t, ""), opts)
@@ -190,7 +205,7 @@ func TestBenchApprover(t *testing.T) {
 	cloud.Sim.ResetCalls()
 	start := time.Now()
 	go parallel(t, n, 25, func(i int) error {
-		name := fmt.Sprintf("csr-%04d", i)
+		name := fmt.Sprintf("%s%04d", prefix, i)
 		cfg, err := ids.config(name)
 		if err != nil {
 			return err
@@ -255,7 +270,7 @@ func TestBenchApprover(t *testing.T) {
 	elapsed := time.Since(start)
 	calls := cloud.Sim.Calls()
 	cloudCalls := SumCalls(calls, "compute.", "network.")
-	put(t, "approver_1000_csrs", map[string]any{
+	put(t, fmt.Sprintf("approver_1000_csrs_cloud_qps_%g", qps), map[string]any{
 		"csrs":                     n,
 		"cloud_latency_ms":         cloudLatency.Milliseconds(),
 		"cloud_qps_limit":          opts.CloudQPS,
