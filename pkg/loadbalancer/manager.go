@@ -54,7 +54,9 @@ func (m *Manager) identity(ctx context.Context, clusterName string) (Identity, e
 	return Identity{ClusterName: clusterName, ClusterUID: uid}, nil
 }
 
-func refOf(svc *corev1.Service) ServiceRef { return ServiceRef{Namespace: svc.Namespace, Name: svc.Name} }
+func refOf(svc *corev1.Service) ServiceRef {
+	return ServiceRef{Namespace: svc.Namespace, Name: svc.Name}
+}
 
 // find returns the Service's load balancer, or nil when there is none.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {

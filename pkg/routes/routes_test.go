@@ -21,7 +21,9 @@ func newFake(exts ...string) *fakeNeutron {
 
 func (f *fakeNeutron) call(name string) error { f.calls = append(f.calls, name); return f.fail[name] }
 
-func (f *fakeNeutron) Extensions(context.Context) ([]string, error) { return f.exts, f.call("list_extensions") }
+func (f *fakeNeutron) Extensions(context.Context) ([]string, error) {
+	return f.exts, f.call("list_extensions")
+}
 func (f *fakeNeutron) RouterRoutes(context.Context, string) ([]Route, error) {
 	return slices.Clone(f.routes), f.call("get_router")
 }
