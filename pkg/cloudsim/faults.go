@@ -16,7 +16,8 @@ type FaultRule struct {
 	// Operation is a counter operation name ("servers.detail",
 	// "ports.list"...) or "*"/"" for every operation of the service. The
 	// load-balancer operation "provisioning" makes Octavia objects end in
-	// provisioning_status ERROR instead of ACTIVE.
+	// provisioning_status ERROR instead of ACTIVE, or, with Hang, never
+	// settle: they stay PENDING_* (a stuck amphora).
 	Operation string `json:"operation,omitempty"`
 	// Status is the HTTP status to answer with (500, 503, 429...); 0 means
 	// no error, only Latency or Hang.
@@ -108,8 +109,9 @@ func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bo
 	return latency, hang, status, retryAfter
 }
 
-// provisioningFails reports whether an Octavia object should end in ERROR.
-func (s *Sim) provisioningFails() bool {
+// provisioningFault reports how a settling Octavia change ends: in ERROR
+// (fail), or not at all (hang: it stays PENDING_*).
+func (s *Sim) provisioningFault() (fail, hang bool) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	for _, f := range s.faults {
@@ -122,9 +124,9 @@ func (s *Sim) provisioningFails() bool {
 			continue
 		}
 		f.used++
-		return true
+		return !r.Hang, r.Hang
 	}
-	return false
+	return false, false
 }
 
 // applyFaults delays, hangs or fails a request; false means it was answered.

@@ -131,7 +131,10 @@ func (s *Sim) scheduleSettle(lbID string) {
 }
 
 func (s *Sim) settle(lbID string) {
-	fail := s.provisioningFails()
+	fail, hang := s.provisioningFault()
+	if hang {
+		return // stuck PENDING_*, as with a lost amphora
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
