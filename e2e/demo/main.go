@@ -45,6 +45,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo: -n must be between 1 and 500")
 		os.Exit(2)
 	}
+	if dir := os.Getenv("STACKWARD_TOOLS_DIR"); dir == "" {
+		fmt.Fprintln(os.Stderr, "demo: STACKWARD_TOOLS_DIR is not set: run `make demo` (it builds the tools and sets it)")
+		os.Exit(2)
+	} else if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: the tools in %s are incomplete: run `make tools`\n", dir)
+		os.Exit(2)
+	}
 	framework.RunInLabWithForward(o.listen, framework.ControlPlaneIP+":6443", func(fwd *framework.Forward) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()

@@ -82,7 +82,7 @@ func (d *demo) run(ctx context.Context) int {
 	d.cp, err = framework.StartControlPlane(cpCtx, os.Getenv("STACKWARD_TOOLS_DIR"))
 	cancel()
 	if err != nil {
-		return d.fail(fmt.Errorf("control plane (is STACKWARD_TOOLS_DIR set? `make demo` sets it): %w", err))
+		return d.fail(fmt.Errorf("control plane: %w", err))
 	}
 	d.out.say("control plane: ready at %s in %.1fs", d.cp.Server, d.cp.StartupTime.Seconds())
 
@@ -130,7 +130,7 @@ func (d *demo) run(ctx context.Context) int {
 		d.printTryIt(ctx, kubeconfig)
 	}
 	if !done {
-		d.out.say("not every node became Ready within %s", o.timeout)
+		d.out.say("not settled within %s: see the summary", o.timeout)
 	}
 	if o.duration > 0 {
 		select {
@@ -141,7 +141,7 @@ func (d *demo) run(ctx context.Context) int {
 		d.out.say("running until Ctrl-C")
 		<-ctx.Done()
 	}
-	if !done {
+	if !d.tracker.nodesDone() {
 		return 1
 	}
 	return 0

@@ -50,7 +50,7 @@ type nodeSummary struct {
 
 func (d *demo) summary(ctx context.Context) summary {
 	s := summary{
-		AllReady:            d.tracker.allDone(),
+		AllReady:            d.tracker.nodesDone(),
 		ControlPlaneStartup: d.cp.StartupTime.Seconds(),
 		Elapsed:             time.Since(d.start).Seconds(),
 		Decisions:           approverDecisions(d.sw),

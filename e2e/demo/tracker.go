@@ -80,12 +80,14 @@ type tracker struct {
 	mu     sync.Mutex
 	order  []string
 	nodes  map[string]*nodeState
-	change chan struct{}
+	// pending are the undecided serving requests of the demo's nodes.
+	pending map[string]bool
+	change  chan struct{}
 	cancel context.CancelFunc
 }
 
 func startTracker(ctx context.Context, cp *framework.ControlPlane, out *printer) (*tracker, error) {
-	t := &tracker{out: out, nodes: map[string]*nodeState{}, change: make(chan struct{}, 1)}
+	t := &tracker{out: out, nodes: map[string]*nodeState{}, pending: map[string]bool{}, change: make(chan struct{}, 1)}
 	ctx, t.cancel = context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(cp.Admin, 0)
 	nodeInf := f.Core().V1().Nodes().Informer()
@@ -183,6 +185,12 @@ func (t *tracker) observeCSR(c *certificatesv1.CertificateSigningRequest) {
 		return
 	}
 	now := time.Now()
+	if framework.IsPending(c) {
+		t.pending[c.Name] = true
+	} else {
+		delete(t.pending, c.Name)
+	}
+	defer t.notify()
 	if cond := framework.Condition(c, certificatesv1.CertificateDenied); cond != nil {
 		entry := cond.Reason + ": " + cond.Message
 		for _, d := range s.denials {
@@ -202,7 +210,6 @@ func (t *tracker) observeCSR(c *certificatesv1.CertificateSigningRequest) {
 	if len(c.Status.Certificate) > 0 && s.issued.IsZero() {
 		s.issued = now
 	}
-	t.notify()
 }
 
 func approverOf(reason string) string {
@@ -230,7 +237,8 @@ func (t *tracker) notify() {
 }
 
 // waitAllDone waits until every node is Ready, initialized and has a
-// serving certificate, or timeout, or ctx ends.
+// serving certificate and no request of theirs is undecided (the CCM's
+// addresses make kubelets ask again), or timeout, or ctx ends.
 func (t *tracker) waitAllDone(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.After(timeout)
 	for {
@@ -250,6 +258,17 @@ func (t *tracker) waitAllDone(ctx context.Context, timeout time.Duration) bool {
 func (t *tracker) allDone() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.nodesDoneLocked() && len(t.pending) == 0
+}
+
+// nodesDone: every node Ready, initialized, with a serving certificate.
+func (t *tracker) nodesDone() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nodesDoneLocked()
+}
+
+func (t *tracker) nodesDoneLocked() bool {
 	for _, s := range t.nodes {
 		if !s.done() {
 			return false
