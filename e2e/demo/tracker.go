@@ -76,14 +76,14 @@ func (s *nodeState) done() bool {
 // tracker follows Nodes and kubelet-serving CSRs through informers and
 // prints each node's transitions once, as they happen.
 type tracker struct {
-	out    *printer
-	mu     sync.Mutex
-	order  []string
-	nodes  map[string]*nodeState
+	out   *printer
+	mu    sync.Mutex
+	order []string
+	nodes map[string]*nodeState
 	// pending are the undecided serving requests of the demo's nodes.
 	pending map[string]bool
 	change  chan struct{}
-	cancel context.CancelFunc
+	cancel  context.CancelFunc
 }
 
 func startTracker(ctx context.Context, cp *framework.ControlPlane, out *printer) (*tracker, error) {
