@@ -150,6 +150,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if remaining > 0 {
 		return nil, notReady(m.requeue(), "load balancer %s (%s): %d more changes queued", spec.Name, lb.ID, remaining)
 	}
+	if err := waitForAddresses(nodes, m.requeue()); err != nil {
+		return nil, err
+	}
 	return status(lb, fips), nil
 }
 
@@ -183,6 +186,19 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	}
 	if remaining > 0 {
 		return notReady(m.requeue(), "load balancer %s: %d more changes queued", lb.Name, remaining)
+	}
+	return waitForAddresses(nodes, m.requeue())
+}
+
+// waitForAddresses asks for another sync while a node the cloud-node
+// controller has initialized (it has a providerID) still lacks its
+// InternalIP: the addresses are patched just after the providerID, and the
+// service controller does not sync again when they arrive.
+func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
+	for _, n := range nodes {
+		if n.Spec.ProviderID != "" && internalIP(n, false) == "" && internalIP(n, true) == "" {
+			return notReady(d, "node %s has no InternalIP yet; it becomes a member when it has", n.Name)
+		}
 	}
 	return nil
 }
