@@ -136,6 +136,15 @@ func TestDemoBringsEveryNodeUpAndLeavesNothingBehind(t *testing.T) {
 		}
 	})
 
+	t.Run("the demo's LoadBalancer Service gets an address from Octavia", func(t *testing.T) {
+		if s.LoadBalancer == nil {
+			t.Fatal("the demo created no LoadBalancer Service: the chart does not let stackward-ccm write Service status")
+		}
+		if s.LoadBalancer.Address == "" || s.CloudCalls["load-balancer.loadbalancers.create"] == 0 {
+			t.Errorf("load balancer %+v, cloud calls %v: want an address from Octavia", s.LoadBalancer, s.CloudCalls)
+		}
+	})
+
 	t.Run("the printed kubeconfig works from the host through the forward", func(t *testing.T) {
 		if !strings.Contains(stdout.String(), "export KUBECONFIG="+s.Kubeconfig) {
 			t.Errorf("the output does not say export KUBECONFIG=%s", s.Kubeconfig)

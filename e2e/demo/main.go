@@ -30,6 +30,7 @@ type options struct {
 	summaryJSON string
 	dir         string
 	listen      string
+	lb          bool
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&o.summaryJSON, "summary-json", "", "Write the summary as JSON to this path.")
 	flag.StringVar(&o.dir, "dir", filepath.Join(os.TempDir(), "stackward-demo"), "Where the kubeconfig and the log are written (outside the lab).")
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:0", "Host address the apiserver is forwarded to.")
+	flag.BoolVar(&o.lb, "lb", true, "Create a LoadBalancer Service once the nodes are up and wait for its address (when stackward-ccm runs the service controller).")
 	flag.Parse()
 	if o.nodes < 1 || o.nodes > 500 {
 		fmt.Fprintln(os.Stderr, "demo: -n must be between 1 and 500")

@@ -114,7 +114,17 @@ func (d *demo) run(ctx context.Context) int {
 		d.out.say("interrupted")
 		return 0
 	}
+	var lb *lbSummary
+	services := d.serviceControllerPresent(ctx)
+	if o.lb && services && d.tracker.nodesDone() {
+		lb = d.loadBalancer(ctx, 90*time.Second)
+	}
+	if ctx.Err() != nil {
+		d.out.say("interrupted")
+		return 0
+	}
 	s := d.summary(ctx)
+	s.LoadBalancer = lb
 	kubeconfig, kerr := d.writeKubeconfig()
 	if kerr != nil {
 		d.out.say("kubeconfig: %v", kerr)
@@ -127,7 +137,7 @@ func (d *demo) run(ctx context.Context) int {
 		}
 	}
 	if kerr == nil {
-		d.printTryIt(ctx, kubeconfig)
+		d.printTryIt(kubeconfig, services)
 	}
 	if !done {
 		d.out.say("not settled within %s: see the summary", o.timeout)
@@ -239,7 +249,7 @@ func (d *demo) writeKubeconfig() (string, error) {
 	return path, nil
 }
 
-func (d *demo) printTryIt(ctx context.Context, kubeconfig string) {
+func (d *demo) printTryIt(kubeconfig string, services bool) {
 	p := d.out
 	p.plain("")
 	p.plain("The cluster is yours (apiserver forwarded to https://%s, cluster-admin):", d.fwd.HostAddr)
@@ -247,9 +257,10 @@ func (d *demo) printTryIt(ctx context.Context, kubeconfig string) {
 	p.plain("  kubectl get nodes -o wide")
 	p.plain("  kubectl get csr")
 	p.plain("  kubectl get node %s -o yaml   # providerID, addresses, instance type, zone", d.tracker.firstName())
-	if d.serviceControllerPresent(ctx) {
-		p.plain("  kubectl create deployment web --image=nginx && kubectl expose deployment web --type=LoadBalancer --port=80")
-		p.plain("  kubectl get service web -w   # Octavia (simulated) gives it an address")
+	if services {
+		p.plain("  kubectl get service -o wide   # %s has its address from Octavia (simulated)", lbService)
+		p.plain("  kubectl create service loadbalancer web --tcp=80:8080 && kubectl get service web -w")
+		p.plain("  (the hollow kubelets run no containers: the load balancers get addresses, not traffic)")
 	} else {
 		p.plain("  LoadBalancer Services: not yet. stackward-ccm has no service controller (Octavia support has")
 		p.plain("  not landed), so `kubectl expose ... --type=LoadBalancer` would stay <pending>.")

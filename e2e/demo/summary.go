@@ -27,6 +27,7 @@ type summary struct {
 	ServingCSRs         map[string]int `json:"servingCSRs"`       // "Approved/reason", "Denied/reason", "Pending", "Issued"
 	CloudCalls          map[string]int `json:"cloudCalls"`        // operation -> count, from the simulator
 	CloudCallsTotal     int            `json:"cloudCallsTotal"`
+	LoadBalancer        *lbSummary     `json:"loadBalancer,omitempty"` // nil: not tried (no service controller, or -lb=false)
 	Kubeconfig          string         `json:"kubeconfig"`
 	APIServer           string         `json:"apiServer"`
 }
@@ -141,7 +142,7 @@ func approverDecisions(sw *framework.Stackward) map[string]int {
 func printSummary(p *printer, s summary) {
 	p.plain("")
 	p.plain("Summary (seconds after each kubelet started)")
-	p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %8s %8s %11s %6s", "node", "flavor", "zone", "node IP", "floating IP", "registered", "cert ok", "issued", "initialized", "Ready")
+	p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %8s %8s %11s %6s", "node", "flavor", "zone", "node IP", "floating IP", "registered", "approved", "issued", "initialized", "Ready")
 	var ready []float64
 	for _, n := range s.Nodes {
 		p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %8s %8s %11s %6s", n.Name, n.Flavor, n.AZ, n.IP, dash(n.FloatingIP),
@@ -162,7 +163,17 @@ func printSummary(p *printer, s summary) {
 	if len(s.Nodes) > 0 {
 		perNode = float64(s.CloudCallsTotal) / float64(len(s.Nodes))
 	}
-	p.plain("  Cloud calls:        %d in all (%.1f per node): %s", s.CloudCallsTotal, perNode, counts(s.CloudCalls))
+	p.plain("  Cloud calls:        %d in all (%.1f per node):", s.CloudCallsTotal, perNode)
+	for _, line := range wrap(counts(s.CloudCalls), 96) {
+		p.plain("    %s", line)
+	}
+	if lb := s.LoadBalancer; lb != nil {
+		if lb.Address != "" {
+			p.plain("  LoadBalancer:       %s got %s in %.1fs", lb.Service, lb.Address, lb.Seconds)
+		} else {
+			p.plain("  LoadBalancer:       %s: %s", lb.Service, lb.Error)
+		}
+	}
 	p.plain("  Control plane ready in %.1fs; everything up in %.1fs", s.ControlPlaneStartup, s.Elapsed)
 }
 
@@ -197,6 +208,23 @@ func counts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// wrap breaks a ", "-separated list into lines of at most width.
+func wrap(list string, width int) []string {
+	var lines []string
+	line := ""
+	for _, item := range strings.Split(list, ", ") {
+		if line != "" && len(line)+2+len(item) > width {
+			lines = append(lines, line+",")
+			line = ""
+		}
+		if line != "" {
+			line += ", "
+		}
+		line += item
+	}
+	return append(lines, line)
 }
 
 func writeJSON(path string, v any) error {
