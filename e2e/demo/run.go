@@ -68,11 +68,11 @@ func (d *demo) run(ctx context.Context) int {
 	var err error
 	d.cloud, d.stopCloud, err = framework.NewCloud(framework.CloudOptions{})
 	if err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	servers, err := d.createServers(o.nodes)
 	if err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	d.out.say("cloud: stackward-cloudsim at %s; project lab, %d flavors, %d AZs, network %s %s, floating network %s; %d servers",
 		d.cloud.AuthURL, len(flavors), len(zones), framework.LabNetwork, framework.NodeNetwork, framework.FloatingNetwork, len(servers))
@@ -82,31 +82,31 @@ func (d *demo) run(ctx context.Context) int {
 	d.cp, err = framework.StartControlPlane(cpCtx, os.Getenv("STACKWARD_TOOLS_DIR"))
 	cancel()
 	if err != nil {
-		return d.fail(fmt.Errorf("control plane: %w", err))
+		return d.fail(ctx, fmt.Errorf("control plane: %w", err))
 	}
 	d.out.say("control plane: ready at %s in %.1fs", d.cp.Server, d.cp.StartupTime.Seconds())
 
 	labDir, err := os.MkdirTemp("", "stackward-demo-")
 	if err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	defer os.RemoveAll(labDir)
 	cloudConf := filepath.Join(labDir, "cloud.conf")
 	if err := d.cloud.WriteCloudConf(cloudConf, ""); err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	d.sw, err = d.cp.StartStackward(ctx, framework.StackwardOptions{CloudConf: cloudConf, Dir: labDir})
 	if err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	d.out.say("stackward-ccm and stackward-approver: running as ServiceAccount %s/%s with the chart's RBAC", framework.ChartNamespace, framework.ChartRelease)
 
 	d.tracker, err = startTracker(ctx, d.cp, d.out)
 	if err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 	if err := d.joinNodes(ctx, servers); err != nil {
-		return d.fail(err)
+		return d.fail(ctx, err)
 	}
 
 	done := d.tracker.waitAllDone(ctx, o.timeout)
@@ -137,7 +137,7 @@ func (d *demo) run(ctx context.Context) int {
 		}
 	}
 	if kerr == nil {
-		d.printTryIt(kubeconfig, services)
+		d.printTryIt(kubeconfig, services, lb)
 	}
 	if !done {
 		d.out.say("not settled within %s: see the summary", o.timeout)
@@ -157,7 +157,12 @@ func (d *demo) run(ctx context.Context) int {
 	return 0
 }
 
-func (d *demo) fail(err error) int {
+// fail reports err, unless it is the user's Ctrl-C cutting a step short.
+func (d *demo) fail(ctx context.Context, err error) int {
+	if ctx.Err() != nil {
+		d.out.say("interrupted")
+		return 0
+	}
 	d.out.say("error: %v", err)
 	return 1
 }
@@ -249,7 +254,7 @@ func (d *demo) writeKubeconfig() (string, error) {
 	return path, nil
 }
 
-func (d *demo) printTryIt(kubeconfig string, services bool) {
+func (d *demo) printTryIt(kubeconfig string, services bool, lb *lbSummary) {
 	p := d.out
 	p.plain("")
 	p.plain("The cluster is yours (apiserver forwarded to https://%s, cluster-admin):", d.fwd.HostAddr)
@@ -258,7 +263,9 @@ func (d *demo) printTryIt(kubeconfig string, services bool) {
 	p.plain("  kubectl get csr")
 	p.plain("  kubectl get node %s -o yaml   # providerID, addresses, instance type, zone", d.tracker.firstName())
 	if services {
-		p.plain("  kubectl get service -o wide   # %s has its address from Octavia (simulated)", lbService)
+		if lb != nil && lb.Address != "" {
+			p.plain("  kubectl get service -o wide   # %s has its address from Octavia (simulated)", lbService)
+		}
 		p.plain("  kubectl create service loadbalancer web --tcp=80:8080 && kubectl get service web -w")
 		p.plain("  (the hollow kubelets run no containers: the load balancers get addresses, not traffic)")
 	} else {
