@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCommandLine(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+		stderr string
+		stdout string
+	}{
+		{name: "no command prints the usage and fails", status: 2, stderr: "Commands:"},
+		{name: "an unknown command is named", args: []string{"fix"}, status: 2, stderr: `unknown command "fix"`},
+		{name: "help lists doctor", args: []string{"help"}, status: 0, stdout: "doctor"},
+		{name: "doctor reports every bad flag value at once", args: []string{"doctor", "-o", "yaml", "--timeout", "0s"}, status: 2, stderr: "--timeout"},
+		{name: "doctor refuses arguments", args: []string{"doctor", "node-1"}, status: 2, stderr: "unexpected arguments"},
+		{name: "doctor without a reachable cluster cannot diagnose", args: []string{"doctor", "--kubeconfig", missing}, status: 2, stderr: "kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := run(tc.args, &stdout, &stderr); got != tc.status {
+				t.Errorf("exit status %d, want %d (stderr: %s)", got, tc.status, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.stderr)
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), tc.stdout)
+			}
+		})
+	}
+}
