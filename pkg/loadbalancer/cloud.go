@@ -1,6 +1,9 @@
 package loadbalancer
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Octavia is the part of the load-balancer API the orchestration uses.
 // Every method is one API call except Tree, which reads a load balancer's
@@ -64,6 +67,7 @@ type LoadBalancer struct {
 	FlavorID           string
 	AvailabilityZone   string
 	Tags               []string
+	CreatedAt          time.Time
 }
 
 // Tree is what exists under a load balancer.

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,6 +92,21 @@ func (m *Manager) ensureFloatingIP(ctx context.Context, id Identity, svc *corev1
 	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
 	if err != nil {
 		return nil, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	if len(fips) > 1 {
+		// Two syncs raced (a failover): keep one, release our extras.
+		slices.SortFunc(fips, func(a, b FloatingIP) int { return strings.Compare(a.ID, b.ID) })
+		kept := fips[:1]
+		for _, f := range fips[1:] {
+			if !createdByUs(f.Description, id.ClusterUID) {
+				kept = append(kept, f)
+				continue
+			}
+			if err := m.Neutron.DeleteFloatingIP(ctx, f.ID); err != nil {
+				return nil, fmt.Errorf("release duplicate floating IP %s: %w", f.Address, err)
+			}
+		}
+		fips = kept
 	}
 	if len(fips) > 0 {
 		return fips, nil

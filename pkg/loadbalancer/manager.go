@@ -59,23 +59,34 @@ func refOf(svc *corev1.Service) ServiceRef {
 }
 
 // find returns the Service's load balancer, or nil when there is none.
+// Several (a create retried after a lost answer, or two leaders racing in a
+// failover) are all ours by name and tag: the oldest is kept and the others
+// deleted, floating IPs included, so a duplicate never lives on.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
 	lbs, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
 	if err != nil {
 		return nil, fmt.Errorf("find load balancer %q: %w", name, err)
 	}
-	switch len(lbs) {
-	case 0:
+	if len(lbs) == 0 {
 		return nil, nil
-	case 1:
-		return &lbs[0], nil
 	}
-	ids := make([]string, 0, len(lbs))
-	for _, lb := range lbs {
-		ids = append(ids, lb.ID)
+	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, dup := range lbs[1:] {
+		if dup.ProvisioningStatus == StatusPendingDelete {
+			continue
+		}
+		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", lbs[0].ID, "duplicate", dup.ID)
+		if err := m.deleteLB(ctx, id, &dup, false); err != nil {
+			return nil, fmt.Errorf("%w %q: deleting %s: %w", ErrDuplicate, name, dup.ID, err)
+		}
 	}
-	return nil, fmt.Errorf("%w %q: %s", ErrDuplicate, name, strings.Join(ids, ", "))
+	return &lbs[0], nil
 }
 
 // Get reports the Service's load balancer and its status.
@@ -233,17 +244,28 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		return err
 	}
-	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
-		return notReady(m.requeue(), "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
-	}
-	// Floating IPs first: once the VIP port is gone nothing links them to
-	// the load balancer any more.
 	// An unreadable keep-floatingip keeps it: releasing an address is
 	// the one thing that cannot be undone.
 	keep, err := strconv.ParseBool(svc.Annotations[AnnotationKeepFloatingIP])
 	if _, set := svc.Annotations[AnnotationKeepFloatingIP]; set && err != nil {
 		keep = true
 	}
+	if err := m.deleteLB(ctx, id, lb, keep); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
+	return nil
+}
+
+// deleteLB releases the floating IPs on the VIP port (deleting those this
+// cluster allocated unless keep, detaching the others), then deletes the
+// load balancer with its children.
+func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, keep bool) error {
+	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
+		return notReady(m.requeue(), "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	// Floating IPs first: once the VIP port is gone nothing links them to
+	// the load balancer any more.
 	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
 	if err != nil {
 		return fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
@@ -261,7 +283,6 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}
-	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -269,5 +270,31 @@ func TestSeveralExternalNetworksIsAnErrorNamingThem(t *testing.T) {
 	}
 	if len(oct.writes()) != 0 {
 		t.Errorf("writes %v", oct.writes())
+	}
+}
+
+func TestADuplicateLoadBalancerIsDeletedAndTheOldestKept(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	svc := service()
+	converge(t, m, oct, svc, nodes("10.0.0.1"))
+	first := oct.only().lb.ID
+	// A second leader created another before it saw the first.
+	if _, err := oct.CreateLoadBalancer(context.Background(), Spec{Name: "kube_service_lab_shop_web", Tags: LoadBalancerTags(Identity{"lab", testUID}, refOf(svc))}); err != nil {
+		t.Fatal(err)
+	}
+	for id, l := range oct.lbs {
+		if id != first {
+			l.lb.ProvisioningStatus = StatusActive
+			l.lb.CreatedAt = oct.lbs[first].lb.CreatedAt.Add(time.Second)
+			net.fips["dup"] = &FloatingIP{ID: "dup", Address: "203.0.113.99", PortID: l.lb.VIPPortID, Description: FloatingIPDescription(Identity{"lab", testUID}, refOf(svc))}
+		}
+	}
+	converge(t, m, oct, svc, nodes("10.0.0.1"))
+	if len(oct.lbs) != 1 || oct.lbs[first] == nil {
+		t.Errorf("load balancers %v, want only the first %s", oct.lbs, first)
+	}
+	if _, ok := net.fips["dup"]; ok {
+		t.Error("the duplicate's floating IP was not released")
 	}
 }
