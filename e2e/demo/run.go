@@ -262,6 +262,7 @@ func (d *demo) printTryIt(kubeconfig string, services bool, lb *lbSummary) {
 	p.plain("  kubectl get nodes -o wide")
 	p.plain("  kubectl get csr")
 	p.plain("  kubectl get node %s -o yaml   # providerID, addresses, instance type, zone", d.tracker.firstName())
+	p.plain("  go run ./cmd/stackward doctor   # the operator's diagnosis (the lab's cloud is not reachable from the host)")
 	if services {
 		if lb != nil && lb.Address != "" {
 			p.plain("  kubectl get service -o wide   # %s has its address from Octavia (simulated)", lbService)
@@ -312,6 +313,8 @@ func (d *demo) teardown() {
 	if d.stopCloud != nil {
 		d.stopCloud()
 	}
+	// The forward is gone with us; the log stays.
+	_ = os.Remove(filepath.Join(d.opts.dir, "kubeconfig"))
 	d.out.say("stopped %d kubelets, stackward, the control plane and the cloud in %.1fs", len(d.nodes), time.Since(t0).Seconds())
 }
 
