@@ -222,6 +222,16 @@ func TestDiagnose(t *testing.T) {
 			counts:  [3]int{0, 0, 1},
 		},
 		{
+			name:  "a serving request from a user that is not a node says nothing about nodes",
+			nodes: []corev1.Node{node("web-1")},
+			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
+				c := csr(t, "csr-x", "web-1", 5*time.Minute, []string{"10.0.0.1"})
+				c.Spec.Username = "mallory"
+				return list(c)
+			},
+			compute: &fakeCompute{servers: servers},
+		},
+		{
 			name:  "a request pending for minutes points at the approver and explain",
 			nodes: []corev1.Node{node("web-1")},
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {

@@ -245,8 +245,8 @@ type nodeCSR struct {
 	newestApproved time.Time // of the node's approved requests
 }
 
-// servingCSRsByNode keeps the kubelet-serving requests of node users, with
-// the time of each node's newest approved request.
+// servingCSRsByNode keeps the kubelet-serving requests of node users
+// (system:node:<name>), with the time of each node's newest approved request.
 func servingCSRsByNode(csrs []certificatesv1.CertificateSigningRequest) []nodeCSR {
 	approved := map[string]time.Time{}
 	var out []nodeCSR
@@ -257,7 +257,9 @@ func servingCSRsByNode(csrs []certificatesv1.CertificateSigningRequest) []nodeCS
 		}
 		node, ok := strings.CutPrefix(c.Spec.Username, nodeUserPrefix)
 		if !ok || node == "" {
-			node = "(requested by " + c.Spec.Username + ")"
+			// Not a kubelet's: the approver denies it, and it says
+			// nothing about why a node is not Ready.
+			continue
 		}
 		if condition(c, certificatesv1.CertificateApproved) != nil && c.CreationTimestamp.After(approved[node]) {
 			approved[node] = c.CreationTimestamp.Time
