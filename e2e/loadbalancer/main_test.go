@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,8 +39,9 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
-// startCCM runs stackward-ccm in-process as the chart's ServiceAccount.
-func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string, extra ...string) {
+// startCCM runs stackward-ccm in-process as the chart's ServiceAccount
+// until the test ends or stop is called.
+func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string, extra ...string) (stop func()) {
 	t.Helper()
 	sa := cp.InstallChartRBAC(t)
 	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, sa)
@@ -62,25 +64,33 @@ func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, clo
 		"--node-status-update-frequency=2s",
 	}, extra...)
 	go func() { done <- app.Run(ccmCtx, args, app.Options{Registerer: prometheus.NewRegistry()}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Log("stackward-ccm did not stop within 20s")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Log("stackward-ccm did not stop within 20s")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case err := <-done:
 		t.Fatalf("stackward-ccm exited at start: %v", err)
 	case <-time.After(time.Second):
 	}
+	return stop
 }
 
 // lab is a cloud with servers whose hollow kubelets have joined and been
 // initialized by the CCM.
 type lab struct {
 	cp    *framework.ControlPlane
+	conf  string   // the cloud.conf the CCM reads
+	args  []string // its extra flags
+	stop  func()   // stops the CCM
 	cloud *framework.Cloud
 	api   *cloudAPI
 	nodes map[string]*framework.Node
@@ -96,7 +106,8 @@ func newLab(ctx context.Context, t *testing.T, opts framework.CloudOptions, conf
 	if conf != "" {
 		conf = fmt.Sprintf(conf, l.api.routerID(ctx, t))
 	}
-	startCCM(ctx, t, l.cp, l.cloud.CloudConf(t, conf), ccmArgs...)
+	l.conf, l.args = l.cloud.CloudConf(t, conf), ccmArgs
+	l.stop = startCCM(ctx, t, l.cp, l.conf, l.args...)
 	for i := 1; i <= n; i++ {
 		l.addNode(ctx, t, fmt.Sprintf("%s-%d", prefix, i), base+i)
 	}
