@@ -154,6 +154,7 @@ func TestDiagnose(t *testing.T) {
 		kinds    []Kind
 		hint     []string // substrings of the first finding's hint
 		cloud    func(*CloudView) error
+		check    func(Finding) error // of the first finding
 		reason   string
 		requests []string
 	}
@@ -220,6 +221,23 @@ func TestDiagnose(t *testing.T) {
 			},
 			compute: &fakeCompute{servers: servers},
 			counts:  [3]int{0, 0, 1},
+		},
+		{
+			name:  "a kubelet denied again and again is one finding, the newest, counting the others",
+			nodes: []corev1.Node{node("web-3", providerID("openstack:///"+id3))},
+			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
+				return list(
+					csr(t, "csr-2", "web-3", 3*time.Minute, []string{"10.0.0.2"}, decided(certificatesv1.CertificateDenied, "IPNotOfInstance", "second", 3*time.Minute)),
+					csr(t, "csr-3", "web-3", time.Minute, []string{"10.0.0.2"}, decided(certificatesv1.CertificateDenied, "IPNotOfInstance", "third", time.Minute)),
+					csr(t, "csr-1", "web-3", 5*time.Minute, []string{"10.0.0.2"}, decided(certificatesv1.CertificateDenied, "IPNotOfInstance", "first", 5*time.Minute)),
+				)
+			},
+			compute: &fakeCompute{servers: servers},
+			want: []want{{node: "web-3", kinds: []Kind{ServingCSRDenied}, hint: []string{"kubectl delete csr csr-3"},
+				check: func(f Finding) error {
+					return expect(f.CSR == "csr-3" && f.Message == "third" && f.EarlierDenials == 2, "got %s %q with %d earlier", f.CSR, f.Message, f.EarlierDenials)
+				}}},
+			counts: [3]int{0, 0, 3},
 		},
 		{
 			name:  "a serving request from a user that is not a node says nothing about nodes",
@@ -340,6 +358,11 @@ func TestDiagnose(t *testing.T) {
 				}
 				if f.Age == "" || f.Age == "unknown" {
 					t.Errorf("node %s: age %q", w.node, f.Age)
+				}
+				if w.check != nil {
+					if err := w.check(f); err != nil {
+						t.Errorf("node %s: %v", w.node, err)
+					}
 				}
 				if w.cloud != nil {
 					if err := w.cloud(p.Cloud); err != nil {

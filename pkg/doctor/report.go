@@ -117,7 +117,9 @@ type Finding struct {
 	Message string `json:"message,omitempty"`
 	// Requested are the names and IPs the request asks for.
 	Requested []string `json:"requested,omitempty"`
-	Hint      string   `json:"hint"`
+	// EarlierDenials counts the node's older denied requests, not listed.
+	EarlierDenials int    `json:"earlierDenials,omitempty"`
+	Hint           string `json:"hint"`
 }
 
 // CloudView is what the cloud answered about a node's server.
@@ -206,7 +208,7 @@ func Diagnose(ctx context.Context, in Inputs) *Report {
 		}
 		if ok {
 			p := problem(c.node)
-			p.Findings = append(p.Findings, f)
+			p.Findings = addCSRFinding(p.Findings, f)
 		}
 	}
 
@@ -237,6 +239,27 @@ func Diagnose(ctx context.Context, in Inputs) *Report {
 		r.Problems = append(r.Problems, *p)
 	}
 	return r
+}
+
+// addCSRFinding appends f, except that a node's denials are one finding: the
+// newest, counting the earlier ones (a denied kubelet keeps asking).
+func addCSRFinding(fs []Finding, f Finding) []Finding {
+	if f.Kind != ServingCSRDenied {
+		return append(fs, f)
+	}
+	for i := range fs {
+		if fs[i].Kind != ServingCSRDenied {
+			continue
+		}
+		if f.Since.After(fs[i].Since) {
+			f.EarlierDenials = fs[i].EarlierDenials + 1
+			fs[i] = f
+		} else {
+			fs[i].EarlierDenials++
+		}
+		return fs
+	}
+	return append(fs, f)
 }
 
 type nodeCSR struct {

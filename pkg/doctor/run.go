@@ -161,7 +161,11 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, f := range p.Findings {
 			ew.printf("  * %s", describe(f))
 			if f.CSR != "" {
-				ew.printf(" (%s)", f.CSR)
+				ew.printf(" (%s", f.CSR)
+				if f.EarlierDenials > 0 {
+					ew.printf(", and %d earlier", f.EarlierDenials)
+				}
+				ew.printf(")")
 			}
 			ew.printf(", for %s\n", f.Age)
 			if f.Reason != "" || f.Message != "" {
