@@ -142,10 +142,10 @@ func approverDecisions(sw *framework.Stackward) map[string]int {
 func printSummary(p *printer, s summary) {
 	p.plain("")
 	p.plain("Summary (seconds after each kubelet started)")
-	p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %8s %8s %11s %6s", "node", "flavor", "zone", "node IP", "floating IP", "registered", "approved", "issued", "initialized", "Ready")
+	p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %9s %7s %12s %6s", "node", "flavor", "zone", "node IP", "floating IP", "registered", "approved", "issued", "initialized", "Ready")
 	var ready []float64
 	for _, n := range s.Nodes {
-		p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %8s %8s %11s %6s", n.Name, n.Flavor, n.AZ, n.IP, dash(n.FloatingIP),
+		p.plain("  %-8s %-10s %-5s %-15s %-13s %10s %9s %7s %12s %6s", n.Name, n.Flavor, n.AZ, n.IP, dash(n.FloatingIP),
 			secs(n.Registered), secs(n.CertApproved), secs(n.CertIssued), secs(n.Initialized), secs(n.Ready))
 		if n.Ready >= 0 {
 			ready = append(ready, n.Ready)
