@@ -118,6 +118,12 @@ func (l *lab) addNode(ctx context.Context, t *testing.T, name string, i int) {
 	t.Helper()
 	l.cloud.CreateServer(t, name, i, "m1.small", "az-1")
 	ip := framework.NodeIP(i)
+	// Registered before the kubelet's own cleanup, so it runs after the
+	// kubelet stopped: the next test on the shared control plane must not
+	// see this node (the service controller would make it a member).
+	t.Cleanup(func() {
+		_ = l.cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	l.nodes[name] = l.cp.StartNode(t, framework.NodeOptions{Name: name, IP: ip})
 	l.ips[name] = ip
 	if _, err := l.cp.WaitForNode(ctx, name, 90*time.Second, func(n *corev1.Node) bool {

@@ -74,7 +74,7 @@ type options struct {
 	loadBalancerIP    string
 }
 
-var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true, "SOURCE_IP_PORT_OVN": false}
+var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
 
 // parseOptions reads the Service's annotations over the config. Every
 // problem is reported at once; none of them leads to a cloud call.

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/gophercloud/gophercloud/v2"
+
 	"github.com/stackward/stackward/pkg/cloudsim"
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/loadbalancer"
@@ -21,13 +23,29 @@ import (
 // Service are counted by the simulator itself.
 
 func simManager(t *testing.T) (*loadbalancer.Manager, *cloudsim.Sim) {
+	env := newSimEnv(t, 50*time.Millisecond)
+	env.m.Requeue = 50 * time.Millisecond
+	return env.m, env.sim
+}
+
+// simEnv is a Manager on the real adapters, the simulator behind them, and
+// a plain gophercloud Octavia client on it.
+type simEnv struct {
+	m        *loadbalancer.Manager
+	sim      *cloudsim.Sim
+	octavia  *gophercloud.ServiceClient
+	subnetID string
+}
+
+func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
 	t.Helper()
 	sd := cloudsim.DefaultSeed()
 	sd.Servers = []cloudsim.ServerSpec{
 		{Name: "node-1", Flavor: "m1.small", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.11"}}},
 		{Name: "node-2", Flavor: "m1.small", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.12"}}},
 	}
-	sim, err := cloudsim.New(cloudsim.Options{Seed: sd, RandSeed: 1, OctaviaDelay: 50 * time.Millisecond})
+	sd.LoadBalancerQuota = 0
+	sim, err := cloudsim.New(cloudsim.Options{Seed: sd, RandSeed: 1, OctaviaDelay: octaviaDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +71,18 @@ func simManager(t *testing.T) (*loadbalancer.Manager, *cloudsim.Sim) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
-		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }, Requeue: 50 * time.Millisecond}, sim
+	raw, err := clients.ServiceClient("load-balancer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.ResourceBase = raw.Endpoint + "v2/"
+	subnet, err := net.SubnetOfAddress(ctx, "10.0.0.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
+		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
+	return simEnv{m: m, sim: sim, octavia: raw, subnetID: subnet}
 }
 
 func simNodes(ips ...string) []*corev1.Node {
