@@ -188,7 +188,6 @@ func runSerial(ctx context.Context, env simEnv, svcs []*corev1.Service, workers 
 	return <-errs
 }
 
-
 // queue is a minimal delaying work queue: an item is handed to one worker
 // at a time, once due.
 type queue struct {
