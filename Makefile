@@ -48,8 +48,10 @@ bench: tools ## Benchmarks on the simulator and a real apiserver: JSON report in
 	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/
 	@echo "report: $(BIN)/bench.json"
 
-demo: ## The whole system on this machine (N nodes).
-	@echo "make demo: the demo has not landed yet" >&2; exit 1
+demo: tools ## The whole system on this machine: simulated cloud, control plane, N nodes (default 5); Ctrl-C stops it.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/stackward-demo ./e2e/demo
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) $(BIN)/stackward-demo -n $(N)
 
 fuzz: ## Fuzz each target for FUZZTIME (default 2m): CSR checks, cloud.conf parsing, providerIDs, addresses.
 	@set -e; for t in $(FUZZ_TARGETS); do \

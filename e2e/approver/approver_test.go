@@ -9,13 +9,11 @@ package approver
 import (
 	"context"
 	"crypto/x509"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,84 +21,11 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 	"github.com/stackward/stackward/pkg/approver"
 	"github.com/stackward/stackward/pkg/cloudsim"
-	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
 const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
-
-// startApprover runs stackward-approver in-process as the chart's
-// ServiceAccount, with leader election on as in the chart.
-func startApprover(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string) {
-	t.Helper()
-	sa := cp.InstallChartRBAC(t)
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- approver.Run(runCtx, approver.Config{
-			Options: approver.Options{
-				MaxPendingPerNode: approver.DefaultMaxPendingPerNode,
-				CloudQPS:          approver.DefaultCloudQPS,
-				CloudBurst:        approver.DefaultCloudBurst,
-				Registerer:        prometheus.NewRegistry(),
-			},
-			RESTConfig:         cfg,
-			CloudConfig:        cloudConf,
-			LeaderElection:     approver.LeaderElection{Enabled: true, Namespace: framework.ChartNamespace},
-			MetricsBindAddress: "0",
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && ctx.Err() == nil {
-				t.Errorf("stackward-approver: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("stackward-approver did not stop within 20s of cancellation")
-		}
-	})
-	select {
-	case err := <-done:
-		t.Fatalf("stackward-approver exited at start: %v", err)
-	case <-time.After(500 * time.Millisecond):
-	}
-}
-
-// startCCM runs stackward-ccm in-process (see e2e/ccm for its own tests).
-func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string) {
-	t.Helper()
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, cp.InstallChartRBAC(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "ccm.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(runCtx, []string{
-			"--kubeconfig=" + kubeconfig, "--cloud-config=" + cloudConf, "--cluster-name=lab",
-			"--leader-elect=false", "--secure-port=0",
-			"--node-monitor-period=2s", "--node-status-update-frequency=2s",
-		}, app.Options{Registerer: prometheus.NewRegistry()})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-		}
-	})
-}
 
 func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
@@ -112,7 +37,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	first := cloud.CreateServer(t, "web-1", 1, "m1.small", "az-1")
 	cloud.CreateServer(t, "web-2", 2, "m1.small", "az-2")
 	liar := cloud.CreateServer(t, "web-3", 3, "m1.small", "az-1")
-	startApprover(ctx, t, cp, conf)
+	cp.StartApprover(ctx, t, conf, approver.Options{})
 
 	// Nodes that later subtests use live as long as the whole test.
 	parent := t
@@ -207,7 +132,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	})
 
 	t.Run("when the cloud moves a floating IP the renewed certificate carries the new address only", func(t *testing.T) {
-		startCCM(ctx, t, cp, conf)
+		cp.StartCCM(ctx, t, conf)
 		oldIP, err := cloud.Sim.AttachFloatingIP(first.ID, framework.FloatingNetwork)
 		if err != nil {
 			t.Fatal(err)

@@ -101,9 +101,12 @@ func TestBenchCCMInitialization(t *testing.T) {
 			cloud.Sim.ResetCalls()
 			start := time.Now()
 			// --concurrent-node-syncs: cloud-provider's default is 1 worker.
-			stop := startCCM(ctx, t, cp, cloud.CloudConf(t, ""), fmt.Sprintf("--concurrent-node-syncs=%d", tc.workers))
+			stop, err := cp.RunCCM(ctx, cloud.CloudConf(t, ""), fmt.Sprintf("--concurrent-node-syncs=%d", tc.workers))
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer stop()
-			err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 				return countInitialized(ctx, cp.Admin, prefix) == n, nil
 			})
 			elapsed := time.Since(start)
@@ -193,8 +196,7 @@ func benchApprovals(t *testing.T, qps float64) {
 		CloudBurst:        max(approver.DefaultCloudBurst, int(qps)),
 		Registerer:        prometheus.NewRegistry(),
 	}
-	stop := startApprover(ctx, t, cp, cloud.CloudConf(t, ""), opts)
-	defer stop()
+	cp.StartApprover(ctx, t, cloud.CloudConf(t, ""), opts)
 
 	created := sync.Map{}
 	approved := map[string]time.Time{}

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,12 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/stackward/stackward/e2e/framework"
-	"github.com/stackward/stackward/pkg/approver"
-	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -54,59 +50,6 @@ func put(t *testing.T, name string, figures any) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %+v", name, figures)
-}
-
-// startCCM runs stackward-ccm in-process as the chart's ServiceAccount
-// until the returned stop is called.
-func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string, extra ...string) (stop func()) {
-	t.Helper()
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, cp.InstallChartRBAC(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "ccm.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig, "--cloud-config=" + cloudConf, "--cluster-name=lab",
-		"--leader-elect=false", "--secure-port=0",
-	}, extra...)
-	go func() { done <- app.Run(runCtx, args, app.Options{Registerer: prometheus.NewRegistry()}) }()
-	return func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-		}
-	}
-}
-
-// startApprover runs stackward-approver in-process as the chart's
-// ServiceAccount with its default limits.
-func startApprover(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string, opts approver.Options) (stop func()) {
-	t.Helper()
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, cp.InstallChartRBAC(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- approver.Run(runCtx, approver.Config{
-			Options: opts, RESTConfig: cfg, CloudConfig: cloudConf, MetricsBindAddress: "0",
-		})
-	}()
-	return func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-		}
-	}
 }
 
 // nodeIdentity is a client certificate for system:node:<name>, signed by

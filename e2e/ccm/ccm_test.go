@@ -8,13 +8,11 @@ package ccm
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +20,6 @@ import (
 
 	"github.com/stackward/stackward/e2e/framework"
 	"github.com/stackward/stackward/pkg/cloudsim"
-	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -31,49 +28,6 @@ const (
 	uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 	shutdownTaint      = "node.cloudprovider.kubernetes.io/shutdown"
 )
-
-// startCCM runs stackward-ccm in-process as the chart's ServiceAccount.
-func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string) {
-	t.Helper()
-	sa := cp.InstallChartRBAC(t)
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "ccm.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
-		t.Fatal(err)
-	}
-	ccmCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ccmCtx, []string{
-			"--kubeconfig=" + kubeconfig,
-			"--cloud-config=" + cloudConf,
-			"--cluster-name=lab",
-			// In-process: cloud-provider's leader election exits the
-			// process when the lease is lost; the chart runs with it on.
-			"--leader-elect=false",
-			"--secure-port=0",
-			"--node-monitor-period=2s",
-			"--node-status-update-frequency=3s",
-			"--concurrent-node-syncs=2",
-		}, app.Options{Registerer: prometheus.NewRegistry()})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Log("stackward-ccm did not stop within 20s")
-		}
-	})
-	select {
-	case err := <-done:
-		t.Fatalf("stackward-ccm exited at start: %v", err)
-	case <-time.After(time.Second):
-	}
-}
 
 type labNode struct {
 	server cloudsim.Server
@@ -110,7 +64,7 @@ func TestCCMInitializesAndTracksNodes(t *testing.T) {
 		}
 		nodes[s.name] = &labNode{server: srv, node: cp.StartNode(t, opts)}
 	}
-	startCCM(ctx, t, cp, cloud.CloudConf(t, ""))
+	cp.StartCCM(ctx, t, cloud.CloudConf(t, ""), "--concurrent-node-syncs=2")
 
 	t.Run("joined nodes are initialized exactly as the cloud describes them", func(t *testing.T) {
 		for _, s := range specs {

@@ -2,15 +2,10 @@ package framework
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackward/stackward/pkg/approver"
-	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 // Stackward is stackward-ccm and stackward-approver running in this process
@@ -21,96 +16,46 @@ type Stackward struct {
 	// (stackward_csr_decisions_total).
 	ApproverMetrics *prometheus.Registry
 
-	cancel context.CancelFunc
-	ccm    chan error
-	appr   chan error
+	stops []func()
 }
 
 // StackwardOptions tune the in-process Stackward.
 type StackwardOptions struct {
 	// CloudConf is the cloud.conf both read (see Cloud.WriteCloudConf).
 	CloudConf string
-	// Dir receives the CCM's kubeconfig.
+	// Dir is unused; kept for callers written before RunCCM kept its own.
 	Dir string
 	// NoCCM runs the approver only.
 	NoCCM bool
 }
 
-// StartStackward applies the chart's RBAC and starts both components; Stop
-// ends them. The CCM runs without leader election (in-process, see app.Run);
-// the approver with it, as in the chart.
+// StartStackward starts the approver (leader election on, as in the chart)
+// and, unless NoCCM, the CCM (see RunCCM); they run until Stop, whatever
+// becomes of ctx.
 func (cp *ControlPlane) StartStackward(ctx context.Context, opts StackwardOptions) (*Stackward, error) {
-	sa, err := cp.ApplyChartRBAC()
+	ctx = context.WithoutCancel(ctx)
+	s := &Stackward{ApproverMetrics: prometheus.NewRegistry()}
+	stop, err := cp.RunApprover(ctx, opts.CloudConf, approver.Options{Registerer: s.ApproverMetrics})
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, sa)
-	if err != nil {
-		return nil, err
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Stackward{ApproverMetrics: prometheus.NewRegistry(), cancel: cancel, appr: make(chan error, 1)}
-	go func() {
-		s.appr <- approver.Run(runCtx, approver.Config{
-			Options: approver.Options{
-				MaxPendingPerNode: approver.DefaultMaxPendingPerNode,
-				CloudQPS:          approver.DefaultCloudQPS,
-				CloudBurst:        approver.DefaultCloudBurst,
-				Registerer:        s.ApproverMetrics,
-			},
-			RESTConfig:         cfg,
-			CloudConfig:        opts.CloudConf,
-			LeaderElection:     approver.LeaderElection{Enabled: true, Namespace: ChartNamespace},
-			MetricsBindAddress: "0",
-		})
-	}()
+	s.stops = append(s.stops, stop)
 	if !opts.NoCCM {
-		kubeconfig := filepath.Join(opts.Dir, "ccm.kubeconfig")
-		if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
+		stop, err := cp.RunCCM(ctx, opts.CloudConf)
+		if err != nil {
 			s.Stop()
 			return nil, err
 		}
-		s.ccm = make(chan error, 1)
-		go func() {
-			s.ccm <- app.Run(runCtx, []string{
-				"--kubeconfig=" + kubeconfig, "--cloud-config=" + opts.CloudConf, "--cluster-name=lab",
-				"--leader-elect=false", "--secure-port=0",
-				"--node-monitor-period=2s", "--node-status-update-frequency=2s",
-			}, app.Options{Registerer: prometheus.NewRegistry()})
-		}()
-	}
-	// Both fail fast on a bad configuration.
-	select {
-	case err := <-s.appr:
-		s.appr <- err
-		s.Stop()
-		return nil, fmt.Errorf("stackward-approver exited at start: %w", err)
-	case err := <-s.ccm:
-		s.ccm <- err
-		s.Stop()
-		return nil, fmt.Errorf("stackward-ccm exited at start: %w", err)
-	case <-time.After(time.Second):
+		s.stops = append(s.stops, stop)
 	}
 	return s, nil
 }
 
-// Stop cancels both and waits for them (up to 20 s each); it returns the
-// approver's error, if any.
+// Stop ends both components (each waits up to 20 s).
 func (s *Stackward) Stop() error {
-	s.cancel()
-	var errs []error
-	for name, ch := range map[string]chan error{"stackward-approver": s.appr, "stackward-ccm": s.ccm} {
-		if ch == nil {
-			continue
-		}
-		select {
-		case err := <-ch:
-			if err != nil && !errors.Is(err, context.Canceled) && name == "stackward-approver" {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
-		case <-time.After(20 * time.Second):
-			errs = append(errs, fmt.Errorf("%s did not stop within 20s of cancellation", name))
-		}
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
 	}
-	return errors.Join(errs...)
+	s.stops = nil
+	return nil
 }
