@@ -25,6 +25,8 @@ var (
 // notReady asks the service controller to come back after d without
 // holding a worker or counting as a failure with backoff: the load
 // balancer is busy (PENDING_*) or has more changes queued.
+// The service controller still records a SyncLoadBalancerFailed Warning
+// for it, so the message says that this is progress, not a failure.
 func notReady(d time.Duration, format string, args ...any) error {
-	return api.NewRetryError(fmt.Sprintf(format, args...), d)
+	return api.NewRetryError(fmt.Sprintf(format, args...)+fmt.Sprintf(" (in progress, not a failure: checking again in %s)", d), d)
 }
