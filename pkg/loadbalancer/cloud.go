@@ -90,11 +90,12 @@ type Listener struct {
 
 // Pool is an existing pool with its members and health monitor.
 type Pool struct {
-	ID       string
-	Protocol string
-	Method   string
-	Members  []Member
-	Monitor  *Monitor
+	ID          string
+	Protocol    string
+	Method      string
+	Persistence string // session_persistence type, "" for none
+	Members     []Member
+	Monitor     *Monitor
 }
 
 // Monitor is an existing health monitor.
@@ -148,8 +149,11 @@ type PoolSpec struct {
 	Name     string
 	Protocol string
 	Method   string
-	Members  []Member
-	Monitor  *MonitorSpec
+	// Persistence is the session_persistence type: SOURCE_IP for
+	// sessionAffinity ClientIP, "" for none.
+	Persistence string
+	Members     []Member
+	Monitor     *MonitorSpec
 }
 
 // Member is a backend: a node's InternalIP on the NodePort.

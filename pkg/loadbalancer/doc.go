@@ -58,7 +58,8 @@
 // allocated with that address), or the VIP of an internal load balancer.
 // spec.loadBalancerSourceRanges (or the
 // service.beta.kubernetes.io/load-balancer-source-ranges annotation)
-// becomes the listeners' allowed_cidrs. externalTrafficPolicy: Local adds
+// becomes the listeners' allowed_cidrs. sessionAffinity: ClientIP is the
+// pools' SOURCE_IP session persistence. externalTrafficPolicy: Local adds
 // an HTTP health monitor on the healthCheckNodePort (GET /healthz), so only
 // nodes with a ready endpoint get traffic.
 //

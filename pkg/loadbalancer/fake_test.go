@@ -151,7 +151,7 @@ func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 
 func (f *fakeOctavia) addPool(l *fakeLB, ps PoolSpec) string {
 	pid := f.id("pool")
-	p := &Pool{ID: pid, Protocol: ps.Protocol, Method: ps.Method, Members: slices.Clone(ps.Members)}
+	p := &Pool{ID: pid, Protocol: ps.Protocol, Method: ps.Method, Persistence: ps.Persistence, Members: slices.Clone(ps.Members)}
 	if ps.Monitor != nil {
 		p.Monitor = &Monitor{ID: f.id("monitor"), MonitorSpec: *ps.Monitor}
 	}
@@ -245,7 +245,10 @@ func (f *fakeOctavia) UpdatePool(_ context.Context, id string, spec PoolSpec) er
 	if err := f.call("update_pool"); err != nil {
 		return err
 	}
-	return f.mutate(f.lbOfPool(id), func(l *fakeLB) error { l.tree.Pools[id].Method = spec.Method; return nil })
+	return f.mutate(f.lbOfPool(id), func(l *fakeLB) error {
+		l.tree.Pools[id].Method, l.tree.Pools[id].Persistence = spec.Method, spec.Persistence
+		return nil
+	})
 }
 
 func (f *fakeOctavia) DeletePool(_ context.Context, id string) error {

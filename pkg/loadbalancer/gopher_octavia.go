@@ -113,6 +113,9 @@ func setTimeouts(client, connect, data, tcp **int, t Timeouts) {
 
 func poolCreateOpts(p PoolSpec) pools.CreateOpts {
 	po := pools.CreateOpts{Name: p.Name, Protocol: pools.Protocol(p.Protocol), LBMethod: pools.LBMethod(p.Method)}
+	if p.Persistence != "" {
+		po.Persistence = &pools.SessionPersistence{Type: p.Persistence}
+	}
 	for _, m := range p.Members {
 		mo := pools.CreateMemberOpts{Name: m.Name, Address: m.Address, ProtocolPort: m.Port, SubnetID: m.SubnetID}
 		if m.MonitorPort > 0 {
@@ -187,7 +190,7 @@ func (g *gopherOctavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}})
 	}
 	for _, p := range ps {
-		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod}
+		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type}
 		if p.MonitorID != "" {
 			var mon *monitors.Monitor
 			err := g.do(ctx, "get_healthmonitor", func(ctx context.Context) error {
@@ -255,7 +258,9 @@ func (g *gopherOctavia) CreatePool(ctx context.Context, listenerID string, spec 
 
 func (g *gopherOctavia) UpdatePool(ctx context.Context, id string, spec PoolSpec) error {
 	return g.do(ctx, "update_pool", func(ctx context.Context) error {
-		return pools.Update(ctx, g.client, id, pools.UpdateOpts{LBMethod: pools.LBMethod(spec.Method)}).Err
+		// An empty SessionPersistence is sent as null: no persistence.
+		persistence := pools.SessionPersistence{Type: spec.Persistence}
+		return pools.Update(ctx, g.client, id, pools.UpdateOpts{LBMethod: pools.LBMethod(spec.Method), Persistence: &persistence}).Err
 	})
 }
 

@@ -92,6 +92,9 @@ func TestChangesAreTheFewestCalls(t *testing.T) {
 		{name: "a new lb method is one pool update", svc: func(s *corev1.Service) {
 			s.Annotations[AnnotationLBMethod] = "SOURCE_IP"
 		}, wantSteps: []string{"update_pool"}},
+		{name: "session affinity ClientIP is one pool update", svc: func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		}, wantSteps: []string{"update_pool"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -93,7 +93,7 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec) []step {
 		}
 	}
 	var steps []step
-	if cur.Method != want.Method {
+	if cur.Method != want.Method || cur.Persistence != want.Persistence {
 		steps = append(steps, step{"update pool of listener " + key, func(ctx context.Context, o Octavia) error {
 			return o.UpdatePool(ctx, cur.ID, want)
 		}})

@@ -45,6 +45,9 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 				Members:  members(svc, nodes, int(port.NodePort), o.memberSubnetID),
 			},
 		}
+		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+			l.Pool.Persistence = "SOURCE_IP"
+		}
 		if o.proxyProtocol != "" {
 			l.Pool.Protocol = o.proxyProtocol
 		}
