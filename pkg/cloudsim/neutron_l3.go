@@ -1,6 +1,9 @@
 package cloudsim
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/netip"
 	"time"
@@ -276,10 +279,25 @@ func (s *Sim) createFIP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) updateFIP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req fipBody
 	if err := decodeBody(r, &req); err != nil {
 		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
 		return
+	}
+	// "port_id": null disassociates, as in Neutron (an absent port_id
+	// leaves the association alone).
+	var present struct {
+		FIP map[string]json.RawMessage `json:"floatingip"`
+	}
+	if json.Unmarshal(body, &present) == nil && string(present.FIP["port_id"]) == "null" {
+		none := ""
+		req.FIP.PortID = &none
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
