@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -299,5 +300,16 @@ func TestADuplicateLoadBalancerIsDeletedAndTheOldestKept(t *testing.T) {
 	}
 	if _, ok := net.fips["dup"]; ok {
 		t.Error("the duplicate's floating IP was not released")
+	}
+}
+
+func TestOctaviaBusyOnAChangeIsARetryNotAFailure(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	converge(t, m, oct, service(), nodes("10.0.0.1"))
+	oct.err["batch_update_members"] = gophercloud.ErrUnexpectedResponseCode{Actual: 409}
+	_, err := m.Ensure(context.Background(), "lab", service(), nodes("10.0.0.1", "10.0.0.2"))
+	if !isRetry(err) {
+		t.Errorf("Ensure: %v, want a RetryError", err)
 	}
 }
