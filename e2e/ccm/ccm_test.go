@@ -93,8 +93,8 @@ func TestCCMInitializesAndTracksNodes(t *testing.T) {
 		}
 	})
 
-	t.Run("a node whose name matches no server stays uninitialized with an Event saying why", func(t *testing.T) {
-		cp.StartNode(t, framework.NodeOptions{Name: "stray", IP: framework.NodeIP(9)})
+	t.Run("a node whose name matches no server stays uninitialized with an Event saying why, and is never deleted", func(t *testing.T) {
+		stray := cp.StartNode(t, framework.NodeOptions{Name: "stray", IP: framework.NodeIP(9)})
 		var event *corev1.Event
 		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 			events, err := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=stray"})
@@ -121,6 +121,22 @@ func TestCCMInitializesAndTracksNodes(t *testing.T) {
 		}
 		if !framework.HasTaint(n, uninitializedTaint) || n.Spec.ProviderID != "" {
 			t.Errorf("stray node was initialized: providerID %q taints %v", n.Spec.ProviderID, n.Spec.Taints)
+		}
+		// NotReady, the lifecycle controller asks whether its instance
+		// exists; a Node never matched to a server is not proof of a
+		// deleted VM, so it must stay.
+		stray.Stop()
+		if _, err := cp.WaitForNode(ctx, "stray", time.Minute, func(n *corev1.Node) bool { return !framework.IsReady(n) }); err != nil {
+			t.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 8*time.Second, true, func(ctx context.Context) (bool, error) {
+			if _, err := cp.Admin.CoreV1().Nodes().Get(ctx, "stray", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				t.Fatalf("the unmatched node stray was deleted")
+			}
+			return false, nil
+		})
+		if !wait.Interrupted(err) {
+			t.Fatal(err)
 		}
 	})
 

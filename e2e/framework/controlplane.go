@@ -204,6 +204,8 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Tests poll and list a lot; client-go's default 5 QPS would throttle them.
+	cfg.QPS, cfg.Burst = 100, 200
 	cp.AdminConfig = cfg
 	if cp.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err

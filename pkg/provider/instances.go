@@ -48,6 +48,14 @@ func (i *instances) setRecorder(r record.EventRecorder) { i.recorder.Store(&r) }
 // then leaves the Node alone.
 func (i *instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
 	server, err := i.lookup(ctx, node)
+	if openstack.IsNotFound(err) && node.Spec.ProviderID == "" {
+		// A Node that was never matched to a server (the CCM sets the
+		// providerID when it does) proves nothing by its absence: its name
+		// may simply not be a server name, or its kubelet may still be
+		// joining. Deleting it would hide the problem from the operator;
+		// the InstanceNotFound Event and `stackward doctor` show it.
+		return false, fmt.Errorf("node %q was never matched to a server, so it is not deleted: %w", node.Name, errUnmatched{err})
+	}
 	if openstack.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Instance does not exist", "node", klog.KObj(node), "reason", err.Error())
 		return false, nil
@@ -151,3 +159,9 @@ func (i *instances) recordLookupFailure(node *corev1.Node, err error) {
 		(*r).Event(node, corev1.EventTypeWarning, reason, err.Error())
 	}
 }
+
+// errUnmatched hides the "not found" of a lookup by name from errors.Is, so
+// that no caller takes an unmatched Node's error for a missing instance.
+type errUnmatched struct{ err error }
+
+func (e errUnmatched) Error() string { return e.err.Error() }
