@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +324,34 @@ func parallel(t *testing.T, n, workers int, fn func(i int) error) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// TestBenchLoadBalancers puts pkg/loadbalancer's BenchmarkServicesToActive
+// (100 Services, a 2 s PENDING phase, Stackward against the serial
+// create-and-wait approach in the same run) into the report; `make bench`
+// runs it first and passes its output in STACKWARD_BENCH_GOBENCH.
+func TestBenchLoadBalancers(t *testing.T) {
+	path := os.Getenv("STACKWARD_BENCH_GOBENCH")
+	if path == "" {
+		t.Fatal("STACKWARD_BENCH_GOBENCH is not set: run `make bench`")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	results, err := ParseGoBench(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := map[string]any{}
+	for _, approach := range []string{"stackward", "serial"} {
+		m, ok := results["BenchmarkServicesToActive/"+approach]
+		if !ok {
+			t.Fatalf("no BenchmarkServicesToActive/%s in %s", approach, path)
+		}
+		lb[approach] = map[string]any{"octavia_calls_per_service": m["octavia-calls/service"], "seconds_to_all_active": m["s-to-all-active"]}
+	}
+	lb["services"], lb["pending_seconds"], lb["workers"] = 100, 2, 10
+	put(t, "loadbalancer_100_services", lb)
 }
