@@ -22,6 +22,7 @@ if [[ ${1:-} == --print-dir ]]; then
   exit 0
 fi
 if [[ -f $dir/.complete ]]; then
+  touch "$dir" # used: keeps it from being pruned
   echo "$dir"
   exit 0
 fi
@@ -55,5 +56,7 @@ done
 rm -rf "$dir"
 mv "$dir.partial" "$dir"
 touch "$dir/.complete"
+# Entries of other tool versions (about 550 MB each) go after two weeks unused.
+find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -mtime +14 -exec rm -rf {} + 2>/dev/null || true
 echo "tools built in $(( $(date +%s) - start ))s" >&2
 echo "$dir"
