@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,22 +109,25 @@ func (cp *ControlPlane) StartApprover(ctx context.Context, t testing.TB, cloudCo
 }
 
 // runInProcess runs a component until stop, which cancels it, waits up to
-// 20 s for it to return and removes dir. A component that fails within its
+// 20 s for it to return and removes dir (once, however often it is called). A component that fails within its
 // first second is an error of the start.
 func runInProcess(name, dir string, ctx context.Context, run func(context.Context) error) (func(), error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(runCtx) }()
+	var once sync.Once
 	stop := func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			fmt.Fprintf(os.Stderr, "%s did not stop within 20s of cancellation\n", name)
-		}
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				fmt.Fprintf(os.Stderr, "%s did not stop within 20s of cancellation\n", name)
+			}
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
+		})
 	}
 	select {
 	case err := <-done:

@@ -9,10 +9,8 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -32,7 +29,6 @@ import (
 	"github.com/stackward/stackward/pkg/cloudsim"
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
-	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -43,44 +39,11 @@ const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // until the test ends or stop is called.
 func startCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloudConf string, extra ...string) (stop func()) {
 	t.Helper()
-	sa := cp.InstallChartRBAC(t)
-	cfg, err := cp.ServiceAccountConfig(ctx, framework.ChartNamespace, sa)
+	stop, err := cp.RunCCM(ctx, cloudConf, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "ccm.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
-		t.Fatal(err)
-	}
-	ccmCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--cloud-config=" + cloudConf,
-		"--cluster-name=lab",
-		"--leader-elect=false", // in-process, see app.Run
-		"--secure-port=0",
-		"--node-monitor-period=2s",
-		"--node-status-update-frequency=2s",
-	}, extra...)
-	go func() { done <- app.Run(ccmCtx, args, app.Options{Registerer: prometheus.NewRegistry()}) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				t.Log("stackward-ccm did not stop within 20s")
-			}
-		})
-	}
 	t.Cleanup(stop)
-	select {
-	case err := <-done:
-		t.Fatalf("stackward-ccm exited at start: %v", err)
-	case <-time.After(time.Second):
-	}
 	return stop
 }
 
