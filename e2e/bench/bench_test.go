@@ -85,16 +85,17 @@ func TestBenchCloudsim(t *testing.T) {
 // counts the cloud calls per node.
 func TestBenchCCMInitialization(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
+	// cloud-provider's defaults are 1 node-sync worker and 20 apiserver
+	// QPS; each initialization is about three apiserver writes.
 	for _, tc := range []struct {
-		n       int
-		workers int
-	}{{100, 1}, {1000, 1}, {1000, 10}} {
+		n, workers, apiQPS int
+	}{{100, 1, 20}, {1000, 1, 20}, {1000, 10, 20}, {1000, 10, 100}} {
 		n := tc.n
-		t.Run(fmt.Sprintf("%d nodes %d workers", n, tc.workers), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d nodes %d workers %d qps", n, tc.workers, tc.apiQPS), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
-			prefix := fmt.Sprintf("init%d-%d-", n, tc.workers)
+			prefix := fmt.Sprintf("init%d-%d-%d-", n, tc.workers, tc.apiQPS)
 			for i := 1; i <= n; i++ {
 				cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
 			}
@@ -102,7 +103,8 @@ func TestBenchCCMInitialization(t *testing.T) {
 			cloud.Sim.ResetCalls()
 			start := time.Now()
 			// --concurrent-node-syncs: cloud-provider's default is 1 worker.
-			stop, err := cp.RunCCM(ctx, cloud.CloudConf(t, ""), fmt.Sprintf("--concurrent-node-syncs=%d", tc.workers))
+			stop, err := cp.RunCCM(ctx, cloud.CloudConf(t, ""), fmt.Sprintf("--concurrent-node-syncs=%d", tc.workers),
+				fmt.Sprintf("--kube-api-qps=%d", tc.apiQPS), fmt.Sprintf("--kube-api-burst=%d", 2*tc.apiQPS))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,9 +118,10 @@ func TestBenchCCMInitialization(t *testing.T) {
 			}
 			calls := cloud.Sim.Calls()
 			cloudCalls := SumCalls(calls, "compute.", "network.")
-			put(t, fmt.Sprintf("ccm_initialize_%d_nodes_%d_workers", n, tc.workers), map[string]any{
+			put(t, fmt.Sprintf("ccm_initialize_%d_nodes_%d_workers_%d_qps", n, tc.workers, tc.apiQPS), map[string]any{
 				"nodes":                n,
 				"node_sync_workers":    tc.workers,
+				"kube_api_qps":         tc.apiQPS,
 				"cloud_latency_ms":     cloudLatency.Milliseconds(),
 				"seconds_to_all":       elapsed.Seconds(),
 				"nodes_per_second":     float64(n) / elapsed.Seconds(),
