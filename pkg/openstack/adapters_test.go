@@ -195,6 +195,8 @@ func TestGetServer(t *testing.T) {
 		{name: "a 429 is retried", id: "s1", faults: []int{429}, wantRequests: 2},
 		{name: "a lasting 500 is an error but never not found", id: "s1", faults: []int{500, 500, 500}, wantErr: true, wantRequests: 3},
 		{name: "a 403 is an error, not found is not assumed, no retry", id: "s1", faults: []int{403}, wantErr: true, wantRequests: 1},
+		{name: "a 404 that is not Nova's (a proxy's page) is an error, never not found", id: "s1", faults: []int{404}, wantErr: true, wantRequests: 1},
+		{name: "a 200 without a server in it is an error, never an empty server", id: "answered-by-a-proxy", wantErr: true, wantRequests: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +215,7 @@ func TestGetServer(t *testing.T) {
 			}
 		})
 	}
-	if errs := errorCounts(t, reg, "compute", "get_server"); errs["404"] != 1 || errs["503"] != 2 || errs["500"] != 3 || errs["403"] != 1 || errs["429"] != 1 {
+	if errs := errorCounts(t, reg, "compute", "get_server"); errs["404"] != 2 || errs["503"] != 2 || errs["500"] != 3 || errs["403"] != 1 || errs["429"] != 1 {
 		t.Errorf("error counts = %v", errs)
 	}
 }

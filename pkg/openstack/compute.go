@@ -1,8 +1,11 @@
 package openstack
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -95,10 +98,15 @@ func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, erro
 		return servers.Get(ctx, c.client, id).ExtractInto(&raw)
 	})
 	if err != nil {
-		if gophercloud.ResponseCodeIs(err, 404) {
+		if isNovaNotFound(err) {
 			return nil, fmt.Errorf("get server %q: %w (%w)", id, ErrNotFound, err)
 		}
 		return nil, fmt.Errorf("get server %q: %w", id, err)
+	}
+	// A 200 that is not a server (a proxy's page, an empty object) is no
+	// answer at all, least of all "this server has no name or addresses".
+	if raw.ID != id {
+		return nil, fmt.Errorf("get server %q: the compute API answered 200 without that server", id)
 	}
 	if raw.Status == StatusDeleted {
 		return nil, fmt.Errorf("get server %q: %w (status %s)", id, ErrNotFound, StatusDeleted)
@@ -137,9 +145,11 @@ func (c *gopherCompute) ListServers(ctx context.Context, opts ListServersOpts) (
 	return out, nil
 }
 
-// serverPage is one page of servers/detail as Nova sends it.
+// serverPage is one page of servers/detail as Nova sends it. Servers is a
+// pointer so that a body without the key (not Nova speaking) is told apart
+// from an empty page.
 type serverPage struct {
-	Servers []novaServer       `json:"servers"`
+	Servers *[]novaServer      `json:"servers"`
 	Links   []gophercloud.Link `json:"servers_links"`
 }
 
@@ -162,9 +172,12 @@ func (c *gopherCompute) listDetail(ctx context.Context, opts ListServersOpts) ([
 		if _, err := c.client.Get(ctx, next, &body, &gophercloud.RequestOpts{OkCodes: []int{200}}); err != nil {
 			return nil, err
 		}
-		all = append(all, body.Servers...)
+		if body.Servers == nil {
+			return nil, fmt.Errorf("servers/detail: the compute API answered 200 without a server list")
+		}
+		all = append(all, *body.Servers...)
 		next = ""
-		if len(body.Servers) > 0 {
+		if len(*body.Servers) > 0 {
 			next = nextLink(body.Links)
 		}
 	}
@@ -225,4 +238,20 @@ func (c *gopherCompute) flavorName(ctx context.Context, id string) (string, erro
 	c.flavorNames[id] = body.Flavor.Name
 	c.mu.Unlock()
 	return body.Flavor.Name, nil
+}
+
+// isNovaNotFound tells Nova's own 404 (an itemNotFound body, or the
+// request-ID header every OpenStack service sets) from a 404 of something
+// in front of it: an ingress's default backend during an upgrade, a wrong
+// endpoint in the catalog. Only Nova's may mean "this server does not
+// exist"; taking the other for it would delete every Node.
+func isNovaNotFound(err error) bool {
+	var resp gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &resp) || resp.Actual != http.StatusNotFound {
+		return false
+	}
+	if bytes.Contains(resp.Body, []byte(`"itemNotFound"`)) {
+		return true
+	}
+	return resp.ResponseHeader.Get("X-Openstack-Request-Id") != "" || resp.ResponseHeader.Get("X-Compute-Request-Id") != ""
 }

@@ -172,6 +172,11 @@ func (f *fakeCloud) compute(w http.ResponseWriter, r *http.Request, path string)
 		writeJSON(w, page)
 	case strings.HasPrefix(path, "servers/"):
 		id := strings.TrimPrefix(path, "servers/")
+		if id == "answered-by-a-proxy" {
+			// 200 and JSON, but not Nova's: no "server" in it.
+			writeJSON(w, map[string]any{})
+			return
+		}
 		for _, s := range f.servers {
 			if s["id"] == id {
 				writeJSON(w, map[string]any{"server": s})
