@@ -19,9 +19,6 @@ import (
 // The checks in this file ask the cloud (and, optionally, the apiserver).
 // Only a definitive answer denies; every failure to answer is an error.
 
-// statusSoftDeleted is Nova's state of a server deleted with a reclaim delay.
-const statusSoftDeleted = "SOFT_DELETED"
-
 // checkInstance finds the requesting node's instance: by the Node's
 // providerID when the Node exists and has one, else by exact server name
 // (a node asking before the CCM initialized it, or before it registered).
@@ -57,7 +54,7 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: cloud returned no server and no error", r.nodeName, r.lookup)
 	}
 	r.server = srv
-	if srv.Status == openstack.StatusDeleted || srv.Status == statusSoftDeleted {
+	if srv.Status == openstack.StatusDeleted || srv.Status == openstack.StatusSoftDeleted {
 		return deny(ReasonInstanceDeleted, "instance %s (id %s) of node %s is %s in the cloud", srv.Name, srv.ID, r.nodeName, srv.Status)
 	}
 	// The kubelet writes the Node's providerID itself when it registers, so
@@ -180,6 +177,10 @@ func (e *Evaluator) checkSubjectAccessReview(ctx context.Context, r *request) (D
 	got, err := e.sar.Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
 		return Decision{}, fmt.Errorf("subject access review for %q: %w", spec.Username, err)
+	}
+	if got.Status.EvaluationError != "" && !got.Status.Denied {
+		// The authorizer could not evaluate the request: no verdict.
+		return Decision{}, fmt.Errorf("subject access review for %q: %s", spec.Username, got.Status.EvaluationError)
 	}
 	if !got.Status.Allowed {
 		why := got.Status.Reason

@@ -62,12 +62,14 @@ func TestOpenStackCloudLookups(t *testing.T) {
 		err     error
 		verdict Verdict
 		reason  string
+		// noDecision: the lookup errs and nothing is decided.
+		noDecision bool
 	}{
 		{name: "found by provider ID", nodes: []*corev1.Node{node("node-a", "openstack:///id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Approve, reason: ReasonVerified},
 		{name: "found by provider ID with the configured region", region: "RegionOne", nodes: []*corev1.Node{node("node-a", "openstack://RegionOne/id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Approve, reason: ReasonVerified},
 		{name: "found by exact name before the Node exists", spec: csrSpec{node: "node-b", ips: []string{"198.18.0.11"}}, verdict: Approve, reason: ReasonVerified},
 		{name: "provider ID of another cloud is denied", nodes: []*corev1.Node{node("node-a", "aws:///us-east-1a/i-0123")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInvalidProviderID},
-		{name: "provider ID of another region is denied", region: "RegionOne", nodes: []*corev1.Node{node("node-a", "openstack://RegionTwo/id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInstanceNotFound},
+		{name: "provider ID of another region is no decision: this cloud.conf cannot tell", region: "RegionOne", nodes: []*corev1.Node{node("node-a", "openstack://RegionTwo/id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, noDecision: true},
 		{name: "a name that is a prefix of a server's is not found", spec: csrSpec{node: "node", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a name as a regular expression finds nothing", spec: csrSpec{node: "node-.", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "two servers of the node's name are ambiguous", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, verdict: Deny, reason: ReasonInstanceAmbiguous},
@@ -80,6 +82,12 @@ func TestOpenStackCloudLookups(t *testing.T) {
 			c.err = tt.err
 			e := NewEvaluator(NewOpenStackCloud(&c, tt.region), nodeGetter(tt.nodes...), nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
+			if tt.noDecision {
+				if err == nil || d.Verdict == Approve || d.Verdict == Deny {
+					t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
+				}
+				return
+			}
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("got %s/%s, %v; want error %v", d.Verdict, d.Reason, err, tt.err)

@@ -56,7 +56,9 @@ type openStackCloud struct {
 func (c *openStackCloud) ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error) {
 	if providerID != "" && c.region != "" {
 		if region, _, err := openstack.ParseProviderID(providerID); err == nil && region != "" && region != c.region {
-			return nil, fmt.Errorf("provider ID %s is in region %q, this cloud is region %q: %w", providerID, region, c.region, openstack.ErrNotFound)
+			// Another region's instance may well exist: this cloud.conf
+			// cannot tell, so no verdict (the CCM answers the same way).
+			return nil, fmt.Errorf("provider ID %s is in region %q, this cloud.conf is for region %q", providerID, region, c.region)
 		}
 	}
 	srv, err := openstack.ServerForNode(ctx, c.compute, providerID, nodeName)

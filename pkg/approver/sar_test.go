@@ -15,6 +15,7 @@ func TestSubjectAccessReview(t *testing.T) {
 	tests := []struct {
 		name    string
 		allowed bool
+		evalErr string
 		err     error
 		want    Verdict
 		reason  string
@@ -22,6 +23,7 @@ func TestSubjectAccessReview(t *testing.T) {
 		{name: "allowed requestor is approved", allowed: true, want: Approve, reason: ReasonVerified},
 		{name: "requestor without selfnodeserver is denied", allowed: false, want: Deny, reason: ReasonSARDenied},
 		{name: "apiserver error is no decision", err: errors.New("etcd timeout")},
+		{name: "an authorizer that could not evaluate is no decision, not a denial", evalErr: "webhook authorizer timed out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,6 +36,7 @@ func TestSubjectAccessReview(t *testing.T) {
 				}
 				out := asked.DeepCopy()
 				out.Status.Allowed = tt.allowed
+				out.Status.EvaluationError = tt.evalErr
 				return true, out, nil
 			})
 			e := NewEvaluator(testCloud(), nil, client.AuthorizationV1().SubjectAccessReviews(), testPolicy)
@@ -41,6 +44,12 @@ func TestSubjectAccessReview(t *testing.T) {
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("got %s, %v; want error %v", d.Verdict, err, tt.err)
+				}
+				return
+			}
+			if tt.evalErr != "" {
+				if err == nil || d.Verdict == Approve || d.Verdict == Deny {
+					t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
 				}
 				return
 			}

@@ -137,7 +137,7 @@ func (c *ServerCache) snapshot(ctx context.Context) (*serverSnapshot, error) {
 		for i := range list {
 			s := &list[i]
 			snap.byID[s.ID] = s
-			if s.Status != StatusDeleted {
+			if !gone(s.Status) {
 				snap.byName[s.Name] = append(snap.byName[s.Name], s)
 			}
 		}

@@ -93,7 +93,7 @@ func listExactName(ctx context.Context, c Compute, name string) ([]Server, error
 	}
 	var out []Server
 	for _, s := range list {
-		if s.Name == name && s.Status != StatusDeleted {
+		if s.Name == name && !gone(s.Status) {
 			out = append(out, s)
 		}
 	}
@@ -115,3 +115,11 @@ func pickOne(name string, candidates []Server) (*Server, error) {
 	slices.Sort(ids)
 	return nil, fmt.Errorf("find server named %q: %w: %s", name, ErrAmbiguous, strings.Join(ids, ", "))
 }
+
+// StatusSoftDeleted is a server deleted with a reclaim delay: gone for the
+// cluster, still listed by Nova until reclaimed.
+const StatusSoftDeleted = "SOFT_DELETED"
+
+// gone reports whether a listed server is deleted, so that a node re-created
+// under the same name is not made ambiguous by its predecessor.
+func gone(status string) bool { return status == StatusDeleted || status == StatusSoftDeleted }

@@ -53,6 +53,8 @@ func TestServerForNode(t *testing.T) {
 		{ID: "id-dup-a", Name: "dup", Status: StatusActive},
 		{ID: "id-dup-b", Name: "dup", Status: StatusShutoff},
 		{ID: "id-gone", Name: "gone", Status: StatusDeleted},
+		{ID: "id-old", Name: "reborn", Status: StatusSoftDeleted},
+		{ID: "id-new", Name: "reborn", Status: StatusActive},
 	}
 	tests := []struct {
 		name       string
@@ -72,6 +74,7 @@ func TestServerForNode(t *testing.T) {
 		{name: "a name matching no server is not found", nodeName: "node-3", wantErr: ErrNotFound, wantLists: 1},
 		{name: "a name matching two servers is ambiguous", nodeName: "dup", wantErr: ErrAmbiguous, wantLists: 1},
 		{name: "a deleted server does not match its name", nodeName: "gone", wantErr: ErrNotFound, wantLists: 1},
+		{name: "a soft-deleted predecessor does not make a re-created server ambiguous", nodeName: "reborn", wantID: "id-new", wantLists: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
