@@ -51,24 +51,16 @@ func (s *Sim) routerView(rt *router) map[string]any {
 
 func (s *Sim) listRouters(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	var items []map[string]any
-	for _, rt := range s.state.routers.all() {
-		if visibleTo(r, rt.ProjectID) {
-			items = append(items, s.routerView(rt))
-		}
-	}
+	items := visibleViews(r, s.state.routers.all(), routerOwner, s.routerView)
 	s.mu.RUnlock()
 	writeNeutronList(w, r, "routers", items)
 }
 
 func (s *Sim) routerFor(w http.ResponseWriter, r *http.Request) *router {
-	rt, ok := s.state.routers.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, rt.ProjectID) {
-		neutronError(w, http.StatusNotFound, "RouterNotFound", "Router %s could not be found", r.PathValue("id"))
-		return nil
-	}
-	return rt
+	return findVisible(w, r, s.state.routers, routerOwner, "RouterNotFound", "Router %s could not be found")
 }
+
+func routerOwner(rt *router) string { return rt.ProjectID }
 
 func (s *Sim) getRouter(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
@@ -218,24 +210,16 @@ func (s *Sim) fipView(f *floatingIP) map[string]any {
 
 func (s *Sim) listFIPs(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	var items []map[string]any
-	for _, f := range s.state.fips.all() {
-		if visibleTo(r, f.ProjectID) {
-			items = append(items, s.fipView(f))
-		}
-	}
+	items := visibleViews(r, s.state.fips.all(), fipOwner, s.fipView)
 	s.mu.RUnlock()
 	writeNeutronList(w, r, "floatingips", items)
 }
 
 func (s *Sim) fipFor(w http.ResponseWriter, r *http.Request) *floatingIP {
-	f, ok := s.state.fips.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, f.ProjectID) {
-		neutronError(w, http.StatusNotFound, "FloatingIPNotFound", "Floating IP %s could not be found", r.PathValue("id"))
-		return nil
-	}
-	return f
+	return findVisible(w, r, s.state.fips, fipOwner, "FloatingIPNotFound", "Floating IP %s could not be found")
 }
+
+func fipOwner(f *floatingIP) string { return f.ProjectID }
 
 func (s *Sim) getFIP(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()

@@ -72,24 +72,16 @@ func (s *Sim) listPorts(w http.ResponseWriter, r *http.Request) {
 	} else {
 		candidates = st.ports.all()
 	}
-	items := make([]map[string]any, 0, len(candidates))
-	for _, p := range candidates {
-		if visibleTo(r, p.ProjectID) {
-			items = append(items, s.portView(p))
-		}
-	}
+	items := visibleViews(r, candidates, portOwner, s.portView)
 	s.mu.RUnlock()
 	writeNeutronList(w, r, "ports", items)
 }
 
 func (s *Sim) portFor(w http.ResponseWriter, r *http.Request) *port {
-	p, ok := s.state.ports.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, p.ProjectID) {
-		neutronError(w, http.StatusNotFound, "PortNotFound", "Port %s could not be found.", r.PathValue("id"))
-		return nil
-	}
-	return p
+	return findVisible(w, r, s.state.ports, portOwner, "PortNotFound", "Port %s could not be found.")
 }
+
+func portOwner(p *port) string { return p.ProjectID }
 
 func (s *Sim) getPort(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()

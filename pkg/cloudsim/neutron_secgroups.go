@@ -60,12 +60,7 @@ func (s *Sim) secGroupView(g *secGroup) map[string]any {
 
 func (s *Sim) listSecGroups(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	var items []map[string]any
-	for _, g := range s.state.secGroups.all() {
-		if visibleTo(r, g.ProjectID) {
-			items = append(items, s.secGroupView(g))
-		}
-	}
+	items := visibleViews(r, s.state.secGroups.all(), secGroupOwner, s.secGroupView)
 	s.mu.RUnlock()
 	writeNeutronList(w, r, "security_groups", items)
 }
@@ -73,13 +68,12 @@ func (s *Sim) listSecGroups(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) getSecGroup(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g, ok := s.state.secGroups.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, g.ProjectID) {
-		neutronError(w, http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", r.PathValue("id"))
-		return
+	if g := findVisible(w, r, s.state.secGroups, secGroupOwner, "SecurityGroupNotFound", "Security group %s does not exist"); g != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"security_group": s.secGroupView(g)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"security_group": s.secGroupView(g)})
 }
+
+func secGroupOwner(g *secGroup) string { return g.ProjectID }
 
 func (s *Sim) createSecGroup(w http.ResponseWriter, r *http.Request) {
 	var req struct {
@@ -132,12 +126,7 @@ func (s *Sim) deleteSecGroup(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sim) listSecRules(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	var items []map[string]any
-	for _, x := range s.state.secRules.all() {
-		if visibleTo(r, x.ProjectID) {
-			items = append(items, ruleView(x))
-		}
-	}
+	items := visibleViews(r, s.state.secRules.all(), secRuleOwner, ruleView)
 	s.mu.RUnlock()
 	writeNeutronList(w, r, "security_group_rules", items)
 }
@@ -145,12 +134,9 @@ func (s *Sim) listSecRules(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) getSecRule(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	x, ok := s.state.secRules.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, x.ProjectID) {
-		neutronError(w, http.StatusNotFound, "SecurityGroupRuleNotFound", "Security group rule %s does not exist", r.PathValue("id"))
-		return
+	if x := findVisible(w, r, s.state.secRules, secRuleOwner, "SecurityGroupRuleNotFound", "Security group rule %s does not exist"); x != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"security_group_rule": ruleView(x)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"security_group_rule": ruleView(x)})
 }
 
 func (s *Sim) createSecRule(w http.ResponseWriter, r *http.Request) {
@@ -215,3 +201,5 @@ func (s *Sim) deleteSecRule(w http.ResponseWriter, r *http.Request) {
 	s.state.secRules.del(x.ID)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+func secRuleOwner(x *secRule) string { return x.ProjectID }
