@@ -23,11 +23,10 @@ type gopherNeutron struct {
 
 // NewNeutron finds Neutron in the catalog of clients.
 func NewNeutron(clients *openstack.Clients) (Neutron, error) {
-	c, err := clients.ServiceClient("network")
+	c, err := clients.NeutronClient()
 	if err != nil {
 		return nil, err
 	}
-	c.ResourceBase = c.Endpoint + "v2.0/"
 	return &gopherNeutron{client: c, caller: clients.Caller}, nil
 }
 

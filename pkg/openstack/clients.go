@@ -83,11 +83,10 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		return nil, err
 	}
 	compute.Microversion = ComputeMicroversion
-	network, err := serviceClient(provider, eo, "network")
+	network, err := neutronClient(provider, eo)
 	if err != nil {
 		return nil, err
 	}
-	network.ResourceBase = network.Endpoint + "v2.0/"
 	return &Clients{
 		Compute:  newGopherCompute(compute, caller),
 		Network:  &gopherNetwork{client: network, caller: caller},
@@ -103,6 +102,24 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 // it must go through c.Caller.
 func (c *Clients) ServiceClient(serviceType string) (*gophercloud.ServiceClient, error) {
 	return serviceClient(c.Provider, c.Endpoint, serviceType)
+}
+
+// NeutronClient is a client for Neutron's v2.0 API, for the parts of Neutron
+// beyond Network (floating IPs, routers). Calls on it must go through
+// c.Caller.
+func (c *Clients) NeutronClient() (*gophercloud.ServiceClient, error) {
+	return neutronClient(c.Provider, c.Endpoint)
+}
+
+// neutronClient finds Neutron; its catalog URL carries no version, so the
+// API's resources live under v2.0/.
+func neutronClient(provider *gophercloud.ProviderClient, eo gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error) {
+	c, err := serviceClient(provider, eo, "network")
+	if err != nil {
+		return nil, err
+	}
+	c.ResourceBase = c.Endpoint + "v2.0/"
+	return c, nil
 }
 
 // serviceClient finds a service in the token's catalog. Unlike

@@ -24,11 +24,10 @@ type gopherNeutron struct {
 
 // New finds Neutron in the catalog of clients and checks its extensions.
 func New(ctx context.Context, clients *openstack.Clients, routerID string) (*Routes, error) {
-	c, err := clients.ServiceClient("network")
+	c, err := clients.NeutronClient()
 	if err != nil {
 		return nil, err
 	}
-	c.ResourceBase = c.Endpoint + "v2.0/"
 	return NewWithNeutron(ctx, &gopherNeutron{client: c, caller: clients.Caller}, routerID)
 }
 
