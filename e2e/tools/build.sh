@@ -11,6 +11,7 @@ set -euo pipefail
 HELM3_VERSION=v3.21.4 # the newest Helm 3 on the k8s 1.36 client line
 HELM4_VERSION=v4.2.4  # the newest Helm 4 on the k8s 1.36 client line
 KUBE_VERSION=v1.36.3
+DISTRIBUTION_VERSION=v3.1.2 # the OCI registry the release e2e pushes to
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${STACKWARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stackward/tools}
@@ -35,7 +36,7 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   ver_flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 cd "$here"
-echo "building kube-apiserver, kube-controller-manager, kubeadm, etcd, hollow-kubelet into $dir" >&2
+echo "building kube-apiserver, kube-controller-manager, kubeadm, etcd, hollow-kubelet, helm 3 and 4, registry into $dir" >&2
 go build -trimpath -ldflags "-s -w $ver_flags" -o "$dir.partial/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -44,12 +45,15 @@ go build -trimpath -ldflags "-s -w $ver_flags" -o "$dir.partial/" \
 go build -trimpath -ldflags "-s -w" -o "$dir.partial/etcd" go.etcd.io/etcd/server/v3
 mv "$dir.partial/hollowkubelet" "$dir.partial/hollow-kubelet"
 
-# Helm's own go.mod pins its dependencies; build each major version from it.
-for pair in "helm3 helm.sh/helm/v3/cmd/helm@$HELM3_VERSION" "helm4 helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"; do
+# Helm's and the registry's own go.mod pin their dependencies; build each
+# from it.
+for pair in "helm3 helm.sh/helm/v3/cmd/helm@$HELM3_VERSION" "helm4 helm.sh/helm/v4/cmd/helm@$HELM4_VERSION" \
+  "registry github.com/distribution/distribution/v3/cmd/registry@$DISTRIBUTION_VERSION"; do
   set -- $pair
   tmp=$(mktemp -d)
   GOBIN=$tmp go install -trimpath -ldflags "-s -w" "$2"
-  mv "$tmp/helm" "$dir.partial/$1"
+  pkg=${2%@*}
+  mv "$tmp/${pkg##*/}" "$dir.partial/$1"
   rmdir "$tmp"
 done
 
