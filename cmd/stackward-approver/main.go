@@ -30,11 +30,16 @@ func run(args []string) int {
 		args = args[1:]
 	}
 	fs, cfg := newFlags()
+	printVersion := fs.Bool("version", false, "print the version (the image's org.opencontainers.image.version) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *printVersion {
+		fmt.Printf("stackward-approver %s\n", version.Version)
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

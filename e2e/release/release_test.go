@@ -169,6 +169,10 @@ func TestReleaseFromRegistry(t *testing.T) {
 		if err != nil || !strings.HasPrefix(string(out), "stackward-ccm "+version+" ") {
 			t.Errorf("stackward-ccm --version: %v\n%s", err, out)
 		}
+		out, err = exec.Command(bins["approver"], "--version").CombinedOutput()
+		if err != nil || string(out) != "stackward-approver "+version+"\n" {
+			t.Errorf("stackward-approver --version: %v\n%s", err, out)
+		}
 		out, err = exec.Command(bins["approver"], "--help").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "kubelet-serving") {
 			t.Errorf("stackward-approver --help: %v\n%s", err, out)
