@@ -42,6 +42,8 @@ func startRegistry(t *testing.T) *registry {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`version: 0.1
 log:
   level: warn
+  accesslog:
+    disabled: true
 storage:
   filesystem:
     rootdirectory: %s
