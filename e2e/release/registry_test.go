@@ -220,7 +220,9 @@ func (r *registry) unpack(repo string, m manifest, dir string) error {
 			case tar.TypeReg:
 				var data []byte
 				if data, err = io.ReadAll(tr); err == nil {
-					err = os.WriteFile(target, data, os.FileMode(h.Mode)&0o777|0o600)
+					if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
+						err = os.WriteFile(target, data, os.FileMode(h.Mode)&0o777|0o600)
+					}
 				}
 			default:
 				err = fmt.Errorf("unexpected entry %q of type %q", h.Name, h.Typeflag)

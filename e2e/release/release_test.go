@@ -108,7 +108,8 @@ func TestReleaseFromRegistry(t *testing.T) {
 		})
 	}
 
-	bins := map[string]string{}
+	// The unpacked images outlive the subtest that unpacks them.
+	bins, unpacked := map[string]string{}, t.TempDir()
 	imagesOK := t.Run("the images resolve to both architectures, run as 65532 and carry the release's binary", func(t *testing.T) {
 		for container, image := range images {
 			repo := "stackward/" + image
@@ -148,7 +149,7 @@ func TestReleaseFromRegistry(t *testing.T) {
 				if desc.Platform.Architecture != "amd64" {
 					continue
 				}
-				root := t.TempDir()
+				root := filepath.Join(unpacked, image)
 				if err := reg.unpack(repo, m, root); err != nil {
 					t.Fatal(err)
 				}
