@@ -148,14 +148,14 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
 		case <-r.Context().Done():
 		case <-s.hangCtx.Done():
 		}
-		serviceError(w, o.service, http.StatusServiceUnavailable, "the simulator was stopped while the request hung")
+		serviceError(w, o.service, http.StatusServiceUnavailable, "", "the simulator was stopped while the request hung")
 		return false
 	}
 	if status != 0 {
 		if retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
 		}
-		serviceError(w, o.service, status, fmt.Sprintf("injected fault: %s %s", o.service, o.name))
+		serviceError(w, o.service, status, "", fmt.Sprintf("injected fault: %s %s", o.service, o.name))
 		return false
 	}
 	return true

@@ -225,14 +225,14 @@ func (s *Sim) newMonitor(p *poolObj, b monitorReq) (*monitorObj, error) {
 	return m, nil
 }
 
-func (s *Sim) routesLBChildren(h func(pattern, name string, fn http.HandlerFunc)) {
-	h("GET /lbaas/listeners", "listeners.list", s.listChildren("listeners"))
-	h("GET /lbaas/pools", "pools.list", s.listChildren("pools"))
-	h("GET /lbaas/healthmonitors", "healthmonitors.list", s.listChildren("healthmonitors"))
-	h("GET /lbaas/pools/{pool}/members", "members.list", s.listChildren("members"))
-	h("GET /lbaas/listeners/{id}", "listeners.get", s.getChild("listener"))
-	h("GET /lbaas/pools/{id}", "pools.get", s.getChild("pool"))
-	h("GET /lbaas/healthmonitors/{id}", "healthmonitors.get", s.getChild("healthmonitor"))
+func (s *Sim) routesLBChildren(h routeFunc) {
+	h("GET /lbaas/listeners", "listeners.list", listenerRes.list(s, ofLB(listenerRes.store)))
+	h("GET /lbaas/pools", "pools.list", poolRes.list(s, ofLB(poolRes.store)))
+	h("GET /lbaas/healthmonitors", "healthmonitors.list", monitorRes.list(s, ofLB(monitorRes.store)))
+	h("GET /lbaas/pools/{pool}/members", "members.list", memberRes.list(s, membersOfPool))
+	h("GET /lbaas/listeners/{id}", "listeners.get", listenerRes.show(s))
+	h("GET /lbaas/pools/{id}", "pools.get", poolRes.show(s))
+	h("GET /lbaas/healthmonitors/{id}", "healthmonitors.get", monitorRes.show(s))
 	h("GET /lbaas/pools/{pool}/members/{id}", "members.get", s.getChild("member"))
 	h("POST /lbaas/listeners", "listeners.create", s.createListener)
 	h("POST /lbaas/pools", "pools.create", s.createPool)
@@ -283,58 +283,12 @@ func octName(kind string) string {
 	return map[string]string{"listener": "Listener", "pool": "Pool", "member": "Member", "healthmonitor": "Health Monitor"}[kind]
 }
 
-func (s *Sim) listChildren(collection string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		lbID := q.Get("loadbalancer_id")
-		s.mu.RLock()
-		o := s.state.lb
-		var items []map[string]any
-		keep := func(x *lbStatus) bool {
-			return visibleTo(r, x.ProjectID) && (lbID == "" || x.LBID == lbID)
-		}
-		switch collection {
-		case "listeners":
-			for _, x := range o.listeners.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.listenerView(x))
-				}
-			}
-		case "pools":
-			for _, x := range o.pools.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.poolView(x))
-				}
-			}
-		case "healthmonitors":
-			for _, x := range o.monitors.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.monitorView(x))
-				}
-			}
-		case "members":
-			if _, ok := o.pools.get(r.PathValue("pool")); !ok {
-				s.mu.RUnlock()
-				octaviaError(w, http.StatusNotFound, "Pool %s not found.", r.PathValue("pool"))
-				return
-			}
-			for _, x := range o.members.all() {
-				if x.PoolID == r.PathValue("pool") && keep(&x.lbStatus) {
-					items = append(items, s.memberView(x))
-				}
-			}
-		}
-		s.mu.RUnlock()
-		writeNeutronList(w, r, collection, items)
-	}
-}
-
 func (s *Sim) getChild(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		st, view, _ := s.child(kind, r.PathValue("id"), r.PathValue("pool"))
-		if st == nil || !visibleTo(r, st.ProjectID) {
+		if st == nil || !canRead(r, st.ProjectID) {
 			octaviaError(w, http.StatusNotFound, "%s %s not found.", octName(kind), r.PathValue("id"))
 			return
 		}

@@ -37,21 +37,26 @@ type SeedProject struct {
 	Domain string `yaml:"domain" json:"domain,omitempty"`
 }
 
-// SeedUser is a Keystone user with a role on Project (its default project).
+// SeedUser is a Keystone user with Roles on Project (its default project).
+// Roles are admin, member, reader, load-balancer_member or
+// load-balancer_observer; none means member and load-balancer_member.
 type SeedUser struct {
-	Name     string `yaml:"name" json:"name"`
-	ID       string `yaml:"id" json:"id,omitempty"`
-	Domain   string `yaml:"domain" json:"domain,omitempty"`
-	Password string `yaml:"password" json:"password"`
-	Project  string `yaml:"project" json:"project"`
+	Name     string   `yaml:"name" json:"name"`
+	ID       string   `yaml:"id" json:"id,omitempty"`
+	Domain   string   `yaml:"domain" json:"domain,omitempty"`
+	Password string   `yaml:"password" json:"password"`
+	Project  string   `yaml:"project" json:"project"`
+	Roles    []string `yaml:"roles" json:"roles,omitempty"`
 }
 
-// SeedAppCred is an application credential of User, bound to the user's project.
+// SeedAppCred is an application credential of User, bound to the user's
+// project, with Roles (a subset of the user's; none means all of them).
 type SeedAppCred struct {
-	ID     string `yaml:"id" json:"id,omitempty"`
-	Name   string `yaml:"name" json:"name"`
-	Secret string `yaml:"secret" json:"secret"`
-	User   string `yaml:"user" json:"user"`
+	ID     string   `yaml:"id" json:"id,omitempty"`
+	Name   string   `yaml:"name" json:"name"`
+	Secret string   `yaml:"secret" json:"secret"`
+	User   string   `yaml:"user" json:"user"`
+	Roles  []string `yaml:"roles" json:"roles,omitempty"`
 }
 
 // SeedFlavor is a Nova flavor.

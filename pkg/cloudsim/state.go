@@ -90,10 +90,12 @@ type project struct{ ID, Name, DomainID string }
 
 type user struct {
 	ID, Name, DomainID, Password, ProjectID string
+	Roles                                   []string // on ProjectID
 }
 
 type appCred struct {
 	ID, Name, Secret, UserID, ProjectID string
+	Roles                               []string // a subset of the user's
 }
 
 type flavor struct {
@@ -246,7 +248,10 @@ func newState(sd *Seed, region string) (*state, error) {
 		st.addDefaultSecGroup(pr.ID)
 	}
 	for _, u := range sd.Users {
-		us := &user{ID: u.ID, Name: u.Name, DomainID: st.domainFor(u.Domain).ID, Password: u.Password}
+		us := &user{ID: u.ID, Name: u.Name, DomainID: st.domainFor(u.Domain).ID, Password: u.Password, Roles: u.Roles}
+		if len(us.Roles) == 0 {
+			us.Roles = defaultRoles
+		}
 		if us.ID == "" {
 			us.ID = newHexID()
 		}
@@ -257,7 +262,10 @@ func newState(sd *Seed, region string) (*state, error) {
 	}
 	for _, a := range sd.ApplicationCredentials {
 		u := st.userRef(a.User)
-		ac := &appCred{ID: a.ID, Name: a.Name, Secret: a.Secret, UserID: u.ID, ProjectID: u.ProjectID}
+		ac := &appCred{ID: a.ID, Name: a.Name, Secret: a.Secret, UserID: u.ID, ProjectID: u.ProjectID, Roles: a.Roles}
+		if len(ac.Roles) == 0 {
+			ac.Roles = u.Roles
+		}
 		if ac.ID == "" {
 			ac.ID = newHexID()
 		}
