@@ -280,6 +280,7 @@ func (s *Sim) catalog(base string) []any {
 		{ServiceCompute, "nova", computePrefix + "/v2.1"},
 		{ServiceNetwork, "neutron", networkPrefix},
 		{ServiceLoadBalancer, "octavia", lbPrefix},
+		{ServiceImage, "glance", imagePrefix},
 	}
 	var out []any
 	for i, c := range svc {

@@ -267,6 +267,7 @@ type novaCreateReq struct {
 	Server struct {
 		Name      string            `json:"name"`
 		FlavorRef string            `json:"flavorRef"`
+		ImageRef  string            `json:"imageRef"`
 		AZ        string            `json:"availability_zone"`
 		Metadata  map[string]string `json:"metadata"`
 		KeyName   string            `json:"key_name"`
@@ -284,7 +285,7 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := tokenFrom(r)
-	sp := ServerSpec{Name: req.Server.Name, Flavor: req.Server.FlavorRef, AZ: req.Server.AZ, Metadata: req.Server.Metadata,
+	sp := ServerSpec{Name: req.Server.Name, Flavor: req.Server.FlavorRef, Image: req.Server.ImageRef, AZ: req.Server.AZ, Metadata: req.Server.Metadata,
 		KeyName: req.Server.KeyName, UserData: req.Server.UserData, AccessIPv4: req.Server.AccessV4,
 		AccessIPv6: req.Server.AccessV6, Status: "BUILD"}
 	if t.Project != nil {
@@ -307,7 +308,11 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 	sv, err := s.state.createServer(sp)
 	s.mu.Unlock()
 	if err != nil {
-		novaError(w, statusFor(err), "%v", err)
+		code := statusFor(err)
+		if code == http.StatusNotFound {
+			code = http.StatusBadRequest // Nova: a missing image or flavor is a bad request
+		}
+		novaError(w, code, "%v", err)
 		return
 	}
 	id := sv.ID

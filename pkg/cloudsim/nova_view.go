@@ -91,7 +91,7 @@ type serverJSON struct {
 	AccessIPv6     string                     `json:"accessIPv6"`
 	Links          []map[string]any           `json:"links"`
 	Progress       int                        `json:"progress"`
-	Image          map[string]any             `json:"image"`
+	Image          any                        `json:"image"`
 	Flavor         map[string]any             `json:"flavor"`
 	DiskConfig     string                     `json:"OS-DCF:diskConfig"`
 	AZ             string                     `json:"OS-EXT-AZ:availability_zone"`
@@ -119,8 +119,6 @@ type serverAddress struct {
 	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
 }
 
-const imageID = "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001"
-
 // serverView renders one server in Nova's detail form.
 func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[string][]*floatingIP) *serverJSON {
 	st := s.state
@@ -134,10 +132,13 @@ func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[stri
 		Metadata: maps.Clone(sv.Metadata), HostID: sv.HostID, Created: fmtTime(sv.Created, isoSeconds),
 		Updated: fmtTime(sv.Updated, isoSeconds), Addresses: addrs, AccessIPv4: sv.AccessIPv4, AccessIPv6: sv.AccessIPv6,
 		Links:  s.serverLinks(base, sv.ID),
-		Image:  map[string]any{"id": imageID, "links": []any{link(base+computePrefix+"/images/"+imageID, "bookmark")}},
+		Image:  "", // booted from a volume
 		Flavor: s.serverFlavor(sv.FlavorID, base, mv), DiskConfig: "MANUAL", AZ: sv.AZ, VMState: vm, PowerState: power,
 		Host: "cloudsim-" + sv.AZ, Hypervisor: "cloudsim-" + sv.AZ, InstanceName: "instance-" + sv.ID[:8],
 		Volumes: []string{}, SecurityGroups: []map[string]string{{"name": "default"}},
+	}
+	if sv.ImageID != "" {
+		v.Image = map[string]any{"id": sv.ImageID, "links": []any{link(base+computePrefix+"/images/"+sv.ImageID, "bookmark")}}
 	}
 	if !sv.Launched.IsZero() {
 		l := fmtTime(sv.Launched, isoMicros)

@@ -210,6 +210,7 @@ func (s *Sim) buildMux() http.Handler {
 	s.routesCompute(mux)
 	s.routesNetwork(mux)
 	s.routesLoadBalancer(mux)
+	s.routesImage(mux)
 	s.routesMetadata(mux)
 	s.routesAdmin(mux)
 	if s.promReg != nil {

@@ -107,6 +107,7 @@ type flavor struct {
 
 type server struct {
 	ID, Name, ProjectID, UserID, FlavorID, AZ, Status string
+	ImageID                                           string // "" when booted from a volume
 	KeyName, PublicKey, UserData                      string
 	AccessIPv4, AccessIPv6, HostID                    string
 	Metadata                                          map[string]string
@@ -189,6 +190,7 @@ type state struct {
 	tokens   map[string]*token
 
 	flavors *coll[flavor]
+	images  *coll[image]
 	azs     []string
 	servers *coll[server]
 
@@ -223,6 +225,7 @@ func newState(sd *Seed, region string) (*state, error) {
 		appCreds:   newColl[appCred](),
 		tokens:     map[string]*token{},
 		flavors:    newColl[flavor](),
+		images:     newColl[image](),
 		servers:    newColl[server](),
 		networks:   newColl[network](),
 		subnets:    newColl[subnet](),
@@ -277,6 +280,9 @@ func newState(sd *Seed, region string) (*state, error) {
 			fl.ID = newID()
 		}
 		st.flavors.add(fl.ID, fl)
+	}
+	for _, im := range sd.Images {
+		st.addSeedImage(im)
 	}
 	for _, n := range sd.Networks {
 		if _, err := st.addNetwork(n); err != nil {
@@ -361,6 +367,36 @@ func (st *state) flavorRef(ref string) *flavor {
 	for _, f := range st.flavors.all() {
 		if f.Name == ref {
 			return f
+		}
+	}
+	return nil
+}
+
+func (st *state) addSeedImage(sd SeedImage) {
+	im := &image{ID: sd.ID, Name: sd.Name, Visibility: sd.Visibility, DiskFormat: "qcow2", ContainerFormat: "bare",
+		Size: 335544320, MinDisk: 1, Created: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)}
+	if im.ID == "" {
+		im.ID = newID()
+	}
+	if im.Visibility == "" {
+		im.Visibility = "public"
+	}
+	if p := st.projectRef(sd.Project); p != nil {
+		im.ProjectID = p.ID
+	}
+	st.images.add(im.ID, im)
+}
+
+func (st *state) imageRef(ref string) *image {
+	if ref == "" {
+		return st.images.first()
+	}
+	if im, ok := st.images.get(ref); ok {
+		return im
+	}
+	for _, im := range st.images.all() {
+		if im.Name == ref {
+			return im
 		}
 	}
 	return nil
