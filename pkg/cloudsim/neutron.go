@@ -13,6 +13,7 @@ func (s *Sim) routesNetwork(mux *http.ServeMux) {
 	h := s.serviceRoutes(mux, ServiceNetwork, networkPrefix+"/v2.0", nil)
 	h("GET /extensions", "extensions.list", s.listExtensions)
 	h("GET /extensions/{alias}", "extensions.get", s.getExtension)
+	h("GET /availability_zones", "availability_zones.list", s.listNetworkAZs)
 	h("GET /networks", "networks.list", networkRes.list(s, nil))
 	h("GET /networks/{id}", "networks.get", networkRes.show(s))
 	h("POST /networks", "networks.create", s.createNetwork)
@@ -67,6 +68,18 @@ func (s *Sim) getExtension(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	neutronError(w, http.StatusNotFound, "ExtensionNotFound", "Extension with alias %s does not exist", r.PathValue("alias"))
+}
+
+// listNetworkAZs answers the availability_zone extension: every AZ serves
+// networks and routers.
+func (s *Sim) listNetworkAZs(w http.ResponseWriter, r *http.Request) {
+	var items []map[string]any
+	for _, az := range s.state.azs {
+		for _, res := range []string{"network", "router"} {
+			items = append(items, map[string]any{"name": az, "resource": res, "state": "available"})
+		}
+	}
+	writeFilteredList(w, r, ServiceNetwork, "availability_zones", items)
 }
 
 func neutronTS(t time.Time) string { return fmtTime(t, isoSeconds) }

@@ -40,6 +40,8 @@ func (s *Sim) routesCompute(mux *http.ServeMux) {
 	h("GET /flavors/{id}/os-extra_specs/{key}", "flavors.extra_specs.get", s.flavorExtraSpecs)
 	h("GET /os-availability-zone", "availability-zones.list", s.listAZs)
 	h("GET /os-availability-zone/detail", "availability-zones.detail", s.listAZs)
+	s.routesQuotas(h, s.serviceRoutes(mux, ServiceNetwork, networkPrefix+"/v2.0", nil),
+		s.serviceRoutes(mux, ServiceLoadBalancer, lbPrefix+"/v2", nil))
 }
 
 type mvKey struct{}
