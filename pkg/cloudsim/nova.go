@@ -49,9 +49,9 @@ type mvKey struct{}
 // withMicroversion validates the requested microversion and echoes it.
 func (s *Sim) withMicroversion(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		mv, ok := novaMicroversion(r)
-		if !ok {
-			novaError(w, http.StatusNotAcceptable, "Version %d.%d is not supported by the API. Minimum is 2.1 and maximum is %s.", mv.major, mv.minor, novaMaxMicroversion)
+		mv, err := novaMicroversion(r)
+		if err != nil {
+			writeErr(w, ServiceCompute, err)
 			return
 		}
 		v := strconv.Itoa(mv.major) + "." + strconv.Itoa(mv.minor)
