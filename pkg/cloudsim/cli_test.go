@@ -182,7 +182,10 @@ func TestOpenStackCLIAgainstTheSimulator(t *testing.T) {
 		}},
 		{name: "loadbalancer member create", args: static("loadbalancer", "member", "create", "--address", "10.0.0.21", "--protocol-port", "8080", "--wait", "p-1"), check: func(t *testing.T, out any) {
 			memberID = fmt.Sprint(field(out, "id"))
-			read(func() { m := st.lb.members.byID[memberID]; wantEq(t, fmt.Sprint(m.PoolID == poolID, " ", m.Address), "true 10.0.0.21") })
+			read(func() {
+				m := st.lb.members.byID[memberID]
+				wantEq(t, fmt.Sprint(m.PoolID == poolID, " ", m.Address), "true 10.0.0.21")
+			})
 		}},
 		{name: "loadbalancer healthmonitor create", args: static("loadbalancer", "healthmonitor", "create", "--delay", "5", "--timeout", "3", "--max-retries", "2", "--type", "TCP", "--wait", "p-1"), check: func(t *testing.T, out any) {
 			monitorID = fmt.Sprint(field(out, "id"))

@@ -9,8 +9,6 @@ func neutronNotFound(typ, format string) func(string) error {
 	return func(id string) error { return apiErr(http.StatusNotFound, typ, format, id) }
 }
 
-func projectIDOf[T interface{ owner() string }](x T) string { return x.owner() }
-
 func (n *network) owner() string    { return n.ProjectID }
 func (sn *subnet) owner() string    { return sn.ProjectID }
 func (p *port) owner() string       { return p.ProjectID }
@@ -19,41 +17,43 @@ func (f *floatingIP) owner() string { return f.ProjectID }
 func (g *secGroup) owner() string   { return g.ProjectID }
 func (x *secRule) owner() string    { return x.ProjectID }
 
+// neutronResource declares a Neutron collection: one is the JSON key of an
+// object (and the policy target), many the collection's.
+func neutronResource[T any, P interface {
+	*T
+	owner() string
+}](one, many string, store func(*state) *coll[T], view func(*Sim, *T) map[string]any, notFoundType, notFound string) *resource[T] {
+	return &resource[T]{service: ServiceNetwork, one: one, many: many, action: one, store: store,
+		owner: func(x *T) string { return P(x).owner() }, view: view, notFound: neutronNotFound(notFoundType, notFound)}
+}
+
 var (
-	networkRes = &resource[network]{service: ServiceNetwork, one: "network", many: "networks", action: "network",
-		store: func(st *state) *coll[network] { return st.networks }, owner: projectIDOf[*network],
-		public:   func(_ *state, n *network) bool { return n.External || n.Shared },
-		view:     (*Sim).networkView,
-		notFound: neutronNotFound("NetworkNotFound", "Network %s could not be found.")}
-	subnetRes = &resource[subnet]{service: ServiceNetwork, one: "subnet", many: "subnets", action: "subnet",
-		store: func(st *state) *coll[subnet] { return st.subnets }, owner: projectIDOf[*subnet],
-		public: func(st *state, sn *subnet) bool {
+	networkRes = withPublic(neutronResource[network]("network", "networks", func(st *state) *coll[network] { return st.networks },
+		(*Sim).networkView, "NetworkNotFound", "Network %s could not be found."),
+		func(_ *state, n *network) bool { return n.External || n.Shared })
+	subnetRes = withPublic(neutronResource[subnet]("subnet", "subnets", func(st *state) *coll[subnet] { return st.subnets },
+		(*Sim).subnetView, "SubnetNotFound", "Subnet %s could not be found."),
+		func(st *state, sn *subnet) bool {
 			n := st.networks.byID[sn.NetworkID]
 			return n != nil && (n.External || n.Shared)
-		},
-		view:     (*Sim).subnetView,
-		notFound: neutronNotFound("SubnetNotFound", "Subnet %s could not be found.")}
-	portRes = &resource[port]{service: ServiceNetwork, one: "port", many: "ports", action: "port",
-		store: func(st *state) *coll[port] { return st.ports }, owner: projectIDOf[*port],
-		view:     (*Sim).portView,
-		notFound: neutronNotFound("PortNotFound", "Port %s could not be found.")}
-	routerRes = &resource[router]{service: ServiceNetwork, one: "router", many: "routers", action: "router",
-		store: func(st *state) *coll[router] { return st.routers }, owner: projectIDOf[*router],
-		view:     (*Sim).routerView,
-		notFound: neutronNotFound("RouterNotFound", "Router %s could not be found")}
-	fipRes = &resource[floatingIP]{service: ServiceNetwork, one: "floatingip", many: "floatingips", action: "floatingip",
-		store: func(st *state) *coll[floatingIP] { return st.fips }, owner: projectIDOf[*floatingIP],
-		view:     (*Sim).fipView,
-		notFound: neutronNotFound("FloatingIPNotFound", "Floating IP %s could not be found")}
-	secGroupRes = &resource[secGroup]{service: ServiceNetwork, one: "security_group", many: "security_groups", action: "security_group",
-		store: func(st *state) *coll[secGroup] { return st.secGroups }, owner: projectIDOf[*secGroup],
-		view:     (*Sim).secGroupView,
-		notFound: neutronNotFound("SecurityGroupNotFound", "Security group %s does not exist")}
-	secRuleRes = &resource[secRule]{service: ServiceNetwork, one: "security_group_rule", many: "security_group_rules", action: "security_group_rule",
-		store: func(st *state) *coll[secRule] { return st.secRules }, owner: projectIDOf[*secRule],
-		view:     func(_ *Sim, x *secRule) map[string]any { return ruleView(x) },
-		notFound: neutronNotFound("SecurityGroupRuleNotFound", "Security group rule %s does not exist")}
+		})
+	portRes = neutronResource[port]("port", "ports", func(st *state) *coll[port] { return st.ports },
+		(*Sim).portView, "PortNotFound", "Port %s could not be found.")
+	routerRes = neutronResource[router]("router", "routers", func(st *state) *coll[router] { return st.routers },
+		(*Sim).routerView, "RouterNotFound", "Router %s could not be found")
+	fipRes = neutronResource[floatingIP]("floatingip", "floatingips", func(st *state) *coll[floatingIP] { return st.fips },
+		(*Sim).fipView, "FloatingIPNotFound", "Floating IP %s could not be found")
+	secGroupRes = neutronResource[secGroup]("security_group", "security_groups", func(st *state) *coll[secGroup] { return st.secGroups },
+		(*Sim).secGroupView, "SecurityGroupNotFound", "Security group %s does not exist")
+	secRuleRes = neutronResource[secRule]("security_group_rule", "security_group_rules", func(st *state) *coll[secRule] { return st.secRules },
+		func(_ *Sim, x *secRule) map[string]any { return ruleView(x) }, "SecurityGroupRuleNotFound", "Security group rule %s does not exist")
 )
+
+// withPublic makes a resource readable by every project where public says so.
+func withPublic[T any](rs *resource[T], public func(*state, *T) bool) *resource[T] {
+	rs.public = public
+	return rs
+}
 
 // portsByDevice is the hot path of a CCM: the ports of one server, from
 // the device index instead of a scan.

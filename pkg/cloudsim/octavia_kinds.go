@@ -12,22 +12,27 @@ func octaviaNotFound(what string) func(string) error {
 	return func(id string) error { return apiErr(http.StatusNotFound, "", "%s %s not found.", what, id) }
 }
 
+// octaviaResource declares an Octavia collection; what names the kind in
+// 404s ("Load Balancer").
+func octaviaResource[T any, P interface {
+	*T
+	owner() string
+}](one, many, what string, store func(*state) *coll[T], view func(*Sim, *T) map[string]any) *resource[T] {
+	return &resource[T]{service: ServiceLoadBalancer, one: one, many: many, action: one, store: store,
+		owner: func(x *T) string { return P(x).owner() }, view: view, notFound: octaviaNotFound(what)}
+}
+
 var (
-	lbRes = &resource[lbObj]{service: ServiceLoadBalancer, one: "loadbalancer", many: "loadbalancers",
-		store: func(st *state) *coll[lbObj] { return st.lb.lbs }, owner: projectIDOf[*lbObj],
-		view: (*Sim).lbView, notFound: octaviaNotFound("Load Balancer")}
-	listenerRes = &resource[listenerObj]{service: ServiceLoadBalancer, one: "listener", many: "listeners",
-		store: func(st *state) *coll[listenerObj] { return st.lb.listeners }, owner: projectIDOf[*listenerObj],
-		view: (*Sim).listenerView, notFound: octaviaNotFound("Listener")}
-	poolRes = &resource[poolObj]{service: ServiceLoadBalancer, one: "pool", many: "pools",
-		store: func(st *state) *coll[poolObj] { return st.lb.pools }, owner: projectIDOf[*poolObj],
-		view: (*Sim).poolView, notFound: octaviaNotFound("Pool")}
-	monitorRes = &resource[monitorObj]{service: ServiceLoadBalancer, one: "healthmonitor", many: "healthmonitors",
-		store: func(st *state) *coll[monitorObj] { return st.lb.monitors }, owner: projectIDOf[*monitorObj],
-		view: (*Sim).monitorView, notFound: octaviaNotFound("Health Monitor")}
-	memberRes = &resource[memberObj]{service: ServiceLoadBalancer, one: "member", many: "members",
-		store: func(st *state) *coll[memberObj] { return st.lb.members }, owner: projectIDOf[*memberObj],
-		view: (*Sim).memberView, notFound: octaviaNotFound("Member")}
+	lbRes = octaviaResource[lbObj]("loadbalancer", "loadbalancers", "Load Balancer",
+		func(st *state) *coll[lbObj] { return st.lb.lbs }, (*Sim).lbView)
+	listenerRes = octaviaResource[listenerObj]("listener", "listeners", "Listener",
+		func(st *state) *coll[listenerObj] { return st.lb.listeners }, (*Sim).listenerView)
+	poolRes = octaviaResource[poolObj]("pool", "pools", "Pool",
+		func(st *state) *coll[poolObj] { return st.lb.pools }, (*Sim).poolView)
+	monitorRes = octaviaResource[monitorObj]("healthmonitor", "healthmonitors", "Health Monitor",
+		func(st *state) *coll[monitorObj] { return st.lb.monitors }, (*Sim).monitorView)
+	memberRes = octaviaResource[memberObj]("member", "members", "Member",
+		func(st *state) *coll[memberObj] { return st.lb.members }, (*Sim).memberView)
 )
 
 func (o *lbStatus) lbOf() string { return o.LBID }

@@ -15,10 +15,18 @@ var (
 )
 
 func (s *Sim) routesQuotas(compute, network, lb routeFunc) {
-	compute("GET /os-quota-sets/{project}", "quota-sets.get", s.novaQuotas(false))
-	compute("GET /os-quota-sets/{project}/detail", "quota-sets.detail", s.novaQuotas(true))
-	network("GET /quotas/{project}", "quotas.get", s.neutronQuotas(false))
-	network("GET /quotas/{project}/details", "quotas.details", s.neutronQuotas(true))
+	// Nova's detail form names limit, in_use and reserved; Neutron's
+	// limit, used and reserved.
+	nova := func(detail bool) http.HandlerFunc {
+		return s.quotaHandler(ServiceCompute, "os-quota-sets:show", "quota_set", novaQuota, detail, "used")
+	}
+	neutron := func(detail bool) http.HandlerFunc {
+		return s.quotaHandler(ServiceNetwork, "get_quota", "quota", neutronQuota, detail, "in_use")
+	}
+	compute("GET /os-quota-sets/{project}", "quota-sets.get", nova(false))
+	compute("GET /os-quota-sets/{project}/detail", "quota-sets.detail", nova(true))
+	network("GET /quotas/{project}", "quotas.get", neutron(false))
+	network("GET /quotas/{project}/details", "quotas.details", neutron(true))
 	lb("GET /lbaas/quotas/{project}", "quotas.get", s.octaviaQuota)
 }
 
@@ -44,33 +52,25 @@ func (st *state) usage(project string) map[string]int {
 			}
 		}
 	}
-	count := func(key string, owner string) {
-		if owner == project {
-			u[key]++
+	u["network"] = ownedBy(st, networkRes, project)
+	u["subnet"] = ownedBy(st, subnetRes, project)
+	u["port"] = ownedBy(st, portRes, project)
+	u["router"] = ownedBy(st, routerRes, project)
+	u["floatingip"] = ownedBy(st, fipRes, project)
+	u["security_group"] = ownedBy(st, secGroupRes, project)
+	u["security_group_rule"] = ownedBy(st, secRuleRes, project)
+	return u
+}
+
+// ownedBy counts a resource's objects that project owns.
+func ownedBy[T any](st *state, rs *resource[T], project string) int {
+	n := 0
+	for _, x := range rs.store(st).all() {
+		if rs.owner(x) == project {
+			n++
 		}
 	}
-	for _, x := range st.networks.all() {
-		count("network", x.ProjectID)
-	}
-	for _, x := range st.subnets.all() {
-		count("subnet", x.ProjectID)
-	}
-	for _, x := range st.ports.all() {
-		count("port", x.ProjectID)
-	}
-	for _, x := range st.routers.all() {
-		count("router", x.ProjectID)
-	}
-	for _, x := range st.fips.all() {
-		count("floatingip", x.ProjectID)
-	}
-	for _, x := range st.secGroups.all() {
-		count("security_group", x.ProjectID)
-	}
-	for _, x := range st.secRules.all() {
-		count("security_group_rule", x.ProjectID)
-	}
-	return u
+	return n
 }
 
 func quotaBody(limits, used map[string]int, detail bool) map[string]any {
@@ -85,43 +85,27 @@ func quotaBody(limits, used map[string]int, detail bool) map[string]any {
 	return out
 }
 
-func (s *Sim) novaQuotas(detail bool) http.HandlerFunc {
+// quotaHandler answers a service's quota of the path's project under key,
+// in its detail form without the usage field the service does not name.
+func (s *Sim) quotaHandler(service, action, key string, limits map[string]int, detail bool, without string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := quotaProject(w, r, ServiceCompute, "os-quota-sets:show")
+		p, ok := quotaProject(w, r, service, action)
 		if !ok {
 			return
 		}
 		s.mu.RLock()
 		used := s.state.usage(p)
 		s.mu.RUnlock()
-		body := quotaBody(novaQuota, used, detail)
-		if detail {
-			// Nova's detail form names limit, in_use and reserved only.
-			for _, v := range body {
-				delete(v.(map[string]any), "used")
-			}
-		}
-		body["id"] = p
-		writeJSON(w, http.StatusOK, map[string]any{"quota_set": body})
-	}
-}
-
-func (s *Sim) neutronQuotas(detail bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := quotaProject(w, r, ServiceNetwork, "get_quota")
-		if !ok {
-			return
-		}
-		s.mu.RLock()
-		used := s.state.usage(p)
-		s.mu.RUnlock()
-		body := quotaBody(neutronQuota, used, detail)
+		body := quotaBody(limits, used, detail)
 		if detail {
 			for _, v := range body {
-				delete(v.(map[string]any), "in_use")
+				delete(v.(map[string]any), without)
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"quota": body})
+		if service == ServiceCompute {
+			body["id"] = p
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key: body})
 	}
 }
 
