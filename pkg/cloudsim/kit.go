@@ -15,11 +15,16 @@ import (
 // here. Request counting, fault injection, token validation and the role
 // check of every request happen in Sim.wrap, which every route goes through.
 //
-// Adding a resource: declare a resource[T] (see neutronResources), register
-// rs.list/rs.show/rs.remove and an update built with updateHandler on the
-// service's routeFunc. Adding a field: extend T, its view, and its body
-// struct. Adding a handler that is not CRUD: a plain http.HandlerFunc using
-// rs.lookup for scoping and writeErr for errors.
+// Adding a resource: declare it (neutronResource, octaviaResource, or a
+// resource literal as imageRes), then register rs.list, rs.show,
+// rs.remove(s, del) and updateHandler(s, rs, apply) on the service's
+// routeFunc; rs.list takes an optional candidates function for an index or
+// a parent (portsByDevice, membersOfPool). Adding a field: extend T, its
+// view and its request body (optional fields as pointers, copied with
+// setIf). Adding a handler that is not CRUD (an action, an If-Match check):
+// rs.with(s, write, fn) or withBody(s, rs, write, fn) give it the object
+// scoped, policy-checked and locked; failures are apiErr values answered
+// by writeErr in the service's own error form.
 
 // routeFunc registers fn for "METHOD /path" (relative to the service's
 // prefix) under a counter/fault operation name.
