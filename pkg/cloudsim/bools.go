@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -44,4 +45,33 @@ func queryBool(q url.Values, key string) (bool, error) {
 		return true, nil
 	}
 	return parseBool(vals[0])
+}
+
+// flexBool is a boolean in a request body as Neutron and Octavia accept
+// it: a JSON boolean, or a string parseBool knows ("True", "1", "yes").
+type flexBool bool
+
+func (b *flexBool) UnmarshalJSON(data []byte) error {
+	var v bool
+	if err := json.Unmarshal(data, &v); err == nil {
+		*b = flexBool(v)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s is not a boolean", data)
+	}
+	v, err := parseBool(s)
+	if err != nil {
+		return err
+	}
+	*b = flexBool(v)
+	return nil
+}
+
+// setBool copies a boolean the request carried.
+func setBool(dst *bool, src *flexBool) {
+	if src != nil {
+		*dst = bool(*src)
+	}
 }

@@ -41,9 +41,29 @@ func TestBooleansParseLikeThePythonServices(t *testing.T) {
 			t.Errorf("cascade=%s: %d %s, want 400 saying %q", v, r.code, r.body, want)
 		}
 	}
+	port := mustServerPort(t, sim, "demo-vm")
+	if r := c.do("PUT", "/networking/v2.0/ports/"+port, map[string]any{"port": map[string]any{"admin_state_up": "False"}}); r.code != 200 || !strings.Contains(r.body, `"admin_state_up":false`) {
+		t.Errorf("admin_state_up \"False\" in a body: %d %s", r.code, r.body)
+	}
+	if r := c.do("PUT", "/networking/v2.0/ports/"+port, map[string]any{"port": map[string]any{"admin_state_up": "maybe"}}); r.code != 400 {
+		t.Errorf("admin_state_up \"maybe\" in a body: %d %s", r.code, r.body)
+	}
+	r := c.do("POST", "/load-balancer/v2/lbaas/loadbalancers", map[string]any{"loadbalancer": map[string]any{"vip_subnet_id": subnet, "admin_state_up": "0"}})
+	if r.code != 201 || !strings.Contains(r.body, `"admin_state_up":false`) {
+		t.Errorf("Octavia admin_state_up \"0\": %d %s", r.code, r.body)
+	}
 	if r := c.do("GET", "/networking/v2.0/networks?router:external=True", nil); !strings.Contains(r.body, `"public"`) || strings.Contains(r.body, `"private"`) {
 		t.Errorf("router:external=True: %s", r.body)
 	}
+}
+
+func mustServerPort(t *testing.T, sim *Sim, name string) string {
+	t.Helper()
+	sv, ok := sim.ServerByName(name)
+	if !ok || len(sv.PortIDs) == 0 {
+		t.Fatalf("server %s has no port", name)
+	}
+	return sv.PortIDs[0]
 }
 
 func waitSimLB(t *testing.T, sim *Sim, id, status string) {

@@ -100,10 +100,10 @@ func (s *Sim) networkView(n *network) map[string]any {
 func (s *Sim) createNetwork(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Network struct {
-			Name     string `json:"name"`
-			External bool   `json:"router:external"`
-			Shared   bool   `json:"shared"`
-			MTU      int    `json:"mtu"`
+			Name     string   `json:"name"`
+			External flexBool `json:"router:external"`
+			Shared   flexBool `json:"shared"`
+			MTU      int      `json:"mtu"`
 		} `json:"network"`
 	}
 	if err := decodeBody(r, &req); err != nil {
@@ -112,12 +112,12 @@ func (s *Sim) createNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.state.addNetwork(SeedNetwork{Name: req.Network.Name, Project: projectOf(r), External: req.Network.External, MTU: req.Network.MTU})
+	n, err := s.state.addNetwork(SeedNetwork{Name: req.Network.Name, Project: projectOf(r), External: bool(req.Network.External), MTU: req.Network.MTU})
 	if err != nil {
 		neutronError(w, statusFor(err), "BadRequest", "%v", err)
 		return
 	}
-	n.Shared = req.Network.Shared
+	n.Shared = bool(req.Network.Shared)
 	writeJSON(w, http.StatusCreated, map[string]any{"network": s.networkView(n)})
 }
 

@@ -64,7 +64,7 @@ type portBody struct {
 		Description    *string     `json:"description"`
 		DeviceID       *string     `json:"device_id"`
 		DeviceOwner    *string     `json:"device_owner"`
-		AdminStateUp   *bool       `json:"admin_state_up"`
+		AdminStateUp   *flexBool   `json:"admin_state_up"`
 		FixedIPs       *[]fixedIPJ `json:"fixed_ips"`
 		SecurityGroups *[]string   `json:"security_groups"`
 		AllowedPairs   *[]addrPair `json:"allowed_address_pairs"`
@@ -169,7 +169,7 @@ func (s *Sim) updatePort(_ *http.Request, st *state, p *port, req *portBody) err
 		st.setPortDevice(p, *b.DeviceID)
 	}
 	setIf(&p.DeviceOwner, b.DeviceOwner)
-	setIf(&p.AdminUp, b.AdminStateUp)
+	setBool(&p.AdminUp, b.AdminStateUp)
 	setIf(&p.SecurityGroups, b.SecurityGroups)
 	setIf(&p.AllowedPairs, b.AllowedPairs)
 	if b.Tags != nil {

@@ -55,7 +55,7 @@ type lbReq struct {
 		Provider     string        `json:"provider"`
 		FlavorID     string        `json:"flavor_id"`
 		AZ           string        `json:"availability_zone"`
-		AdminStateUp *bool         `json:"admin_state_up"`
+		AdminStateUp *flexBool     `json:"admin_state_up"`
 		Tags         []string      `json:"tags"`
 		Listeners    []listenerReq `json:"listeners"`
 		Pools        []poolReq     `json:"pools"`
@@ -161,7 +161,7 @@ func (s *Sim) updateLB(w http.ResponseWriter, _ *http.Request, _ *state, lb *lbO
 	b := req.LB
 	setIf(&lb.Name, b.Name)
 	setIf(&lb.Description, b.Description)
-	setIf(&lb.AdminUp, b.AdminStateUp)
+	setBool(&lb.AdminUp, b.AdminStateUp)
 	if b.Tags != nil {
 		lb.Tags = b.Tags
 	}

@@ -18,7 +18,7 @@ type listenerReq struct {
 	DefaultPoolID  *string           `json:"default_pool_id"`
 	DefaultPool    *poolReq          `json:"default_pool"`
 	ConnLimit      *int              `json:"connection_limit"`
-	AdminStateUp   *bool             `json:"admin_state_up"`
+	AdminStateUp   *flexBool         `json:"admin_state_up"`
 	Tags           []string          `json:"tags"`
 	AllowedCIDRs   []string          `json:"allowed_cidrs"`
 	InsertHeaders  map[string]string `json:"insert_headers"`
@@ -36,40 +36,40 @@ type poolReq struct {
 	LoadbalancerID string          `json:"loadbalancer_id"`
 	ListenerID     string          `json:"listener_id"`
 	Persistence    *map[string]any `json:"session_persistence"`
-	AdminStateUp   *bool           `json:"admin_state_up"`
+	AdminStateUp   *flexBool       `json:"admin_state_up"`
 	Tags           []string        `json:"tags"`
 	Members        []memberReq     `json:"members"`
 	Monitor        *monitorReq     `json:"healthmonitor"`
 }
 
 type memberReq struct {
-	Name           *string  `json:"name"`
-	Address        string   `json:"address"`
-	ProtocolPort   int      `json:"protocol_port"`
-	Weight         *int     `json:"weight"`
-	SubnetID       string   `json:"subnet_id"`
-	AdminStateUp   *bool    `json:"admin_state_up"`
-	Backup         *bool    `json:"backup"`
-	MonitorAddress *string  `json:"monitor_address"`
-	MonitorPort    *int     `json:"monitor_port"`
-	Tags           []string `json:"tags"`
+	Name           *string   `json:"name"`
+	Address        string    `json:"address"`
+	ProtocolPort   int       `json:"protocol_port"`
+	Weight         *int      `json:"weight"`
+	SubnetID       string    `json:"subnet_id"`
+	AdminStateUp   *flexBool `json:"admin_state_up"`
+	Backup         *flexBool `json:"backup"`
+	MonitorAddress *string   `json:"monitor_address"`
+	MonitorPort    *int      `json:"monitor_port"`
+	Tags           []string  `json:"tags"`
 }
 
 type monitorReq struct {
-	Name           *string  `json:"name"`
-	PoolID         string   `json:"pool_id"`
-	Type           string   `json:"type"`
-	Delay          *int     `json:"delay"`
-	Timeout        *int     `json:"timeout"`
-	MaxRetries     *int     `json:"max_retries"`
-	MaxRetriesDown *int     `json:"max_retries_down"`
-	HTTPMethod     *string  `json:"http_method"`
-	URLPath        *string  `json:"url_path"`
-	ExpectedCodes  *string  `json:"expected_codes"`
-	HTTPVersion    *float64 `json:"http_version"`
-	DomainName     *string  `json:"domain_name"`
-	AdminStateUp   *bool    `json:"admin_state_up"`
-	Tags           []string `json:"tags"`
+	Name           *string   `json:"name"`
+	PoolID         string    `json:"pool_id"`
+	Type           string    `json:"type"`
+	Delay          *int      `json:"delay"`
+	Timeout        *int      `json:"timeout"`
+	MaxRetries     *int      `json:"max_retries"`
+	MaxRetriesDown *int      `json:"max_retries_down"`
+	HTTPMethod     *string   `json:"http_method"`
+	URLPath        *string   `json:"url_path"`
+	ExpectedCodes  *string   `json:"expected_codes"`
+	HTTPVersion    *float64  `json:"http_version"`
+	DomainName     *string   `json:"domain_name"`
+	AdminStateUp   *flexBool `json:"admin_state_up"`
+	Tags           []string  `json:"tags"`
 }
 
 func intOr(p *int, d int) int {
@@ -187,9 +187,7 @@ func (s *Sim) newMember(p *poolObj, b memberReq) (*memberObj, error) {
 	m := &memberObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Address: b.Address, Port: b.ProtocolPort, Weight: intOr(b.Weight, 1), SubnetID: b.SubnetID,
 		MonitorAddress: b.MonitorAddress, MonitorPort: b.MonitorPort}
-	if b.Backup != nil {
-		m.Backup = *b.Backup
-	}
+	setBool(&m.Backup, b.Backup)
 	o.members.add(m.ID, m)
 	return m, nil
 }

@@ -59,7 +59,7 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 		}
 		setIf(&l.Name, b.Name)
 		setIf(&l.Description, b.Description)
-		setIf(&l.AdminUp, b.AdminStateUp)
+		setBool(&l.AdminUp, b.AdminStateUp)
 		setIf(&l.ConnLimit, b.ConnLimit)
 		if b.AllowedCIDRs != nil {
 			l.AllowedCIDRs = b.AllowedCIDRs
@@ -89,7 +89,7 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 		}
 		setIf(&p.Name, b.Name)
 		setIf(&p.Description, b.Description)
-		setIf(&p.AdminUp, b.AdminStateUp)
+		setBool(&p.AdminUp, b.AdminStateUp)
 		setIf(&p.Persistence, b.Persistence)
 		if b.Tags != nil {
 			p.Tags = b.Tags
@@ -122,7 +122,7 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 				*f.dst = *f.src
 			}
 		}
-		setIf(&m.AdminUp, b.AdminStateUp)
+		setBool(&m.AdminUp, b.AdminStateUp)
 		if b.Tags != nil {
 			m.Tags = b.Tags
 		}
@@ -220,8 +220,8 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func applyMember(m *memberObj, b memberReq) {
 	setIf(&m.Name, b.Name)
 	setIf(&m.Weight, b.Weight)
-	setIf(&m.AdminUp, b.AdminStateUp)
-	setIf(&m.Backup, b.Backup)
+	setBool(&m.AdminUp, b.AdminStateUp)
+	setBool(&m.Backup, b.Backup)
 	if b.MonitorAddress != nil {
 		m.MonitorAddress = b.MonitorAddress
 	}
