@@ -120,6 +120,10 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A project makes ports on its own, shared and external networks only.
+	if networkRes.find(w, r, s.state, b.NetworkID, "") == nil {
+		return
+	}
 	if b.SecurityGroups != nil {
 		ps.SecurityGroups = *b.SecurityGroups
 	} else {

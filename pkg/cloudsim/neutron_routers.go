@@ -73,9 +73,8 @@ func (s *Sim) routerInterface(add bool) http.HandlerFunc {
 		var p *port
 		switch {
 		case add && req.SubnetID != "":
-			sn, ok := st.subnets.get(req.SubnetID)
-			if !ok {
-				neutronError(w, http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", req.SubnetID)
+			sn := subnetRes.find(w, r, st, req.SubnetID, "")
+			if sn == nil {
 				return
 			}
 			var err error
@@ -84,9 +83,8 @@ func (s *Sim) routerInterface(add bool) http.HandlerFunc {
 				return
 			}
 		case add:
-			pp, ok := st.ports.get(req.PortID)
-			if !ok {
-				neutronError(w, http.StatusNotFound, "PortNotFound", "Port %s could not be found.", req.PortID)
+			pp := portRes.find(w, r, st, req.PortID, "update")
+			if pp == nil {
 				return
 			}
 			if pp.DeviceID != "" {

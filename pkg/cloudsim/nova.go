@@ -302,6 +302,14 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
+	for _, nic := range sp.NICs {
+		// Nova boots only on networks the project may use.
+		if n := s.state.networkRef(nic.Network); n != nil && !canRead(r, n.ProjectID) && !n.Shared {
+			s.mu.Unlock()
+			novaError(w, http.StatusBadRequest, "Network %s could not be found.", nic.Network)
+			return
+		}
+	}
 	if err := s.checkSpecLocked(sp); err != nil {
 		s.mu.Unlock()
 		novaError(w, http.StatusBadRequest, "%v", err)

@@ -20,7 +20,8 @@ func rolesSeed() *Seed {
 		{ID: "ac-rw", Name: "ccm", Secret: "rw-secret", User: "demo"},
 	}
 	sd.Networks = append(sd.Networks, SeedNetwork{Name: "ops-public", Project: "ops", External: true,
-		Subnets: []SeedSubnet{{CIDR: "198.51.100.0/24"}}})
+		Subnets: []SeedSubnet{{CIDR: "198.51.100.0/24"}}},
+		SeedNetwork{Name: "ops-private", Project: "ops", Subnets: []SeedSubnet{{CIDR: "192.168.77.0/24"}}})
 	sd.Servers = []ServerSpec{
 		{Name: "demo-vm", Project: "demo", NICs: []NICSpec{{Network: "private"}}},
 		{Name: "ops-vm", Project: "ops", NICs: []NICSpec{{Network: "private"}}},
@@ -165,6 +166,22 @@ func TestRolesDecideWhatEachTokenMayDo(t *testing.T) {
 		}
 		if r := clients["demo"].do("GET", "/compute/v2.1/servers?all_tenants=maybe", nil); r.code != 400 {
 			t.Fatalf("all_tenants=maybe: %d %s", r.code, r.body)
+		}
+	})
+	t.Run("a member cannot use another project's private network", func(t *testing.T) {
+		var opsPrivate string
+		sim.mu.RLock()
+		opsPrivate = sim.state.networkRef("ops-private").ID
+		sim.mu.RUnlock()
+		if r := clients["demo"].do("POST", "/networking/v2.0/ports", map[string]any{"port": map[string]any{"network_id": opsPrivate}}); r.code != 404 || !strings.Contains(r.body, "NetworkNotFound") {
+			t.Errorf("port on ops-private as demo: %d %s", r.code, r.body)
+		}
+		boot := map[string]any{"server": map[string]any{"name": "x", "flavorRef": "1", "networks": []any{map[string]any{"uuid": opsPrivate}}}}
+		if r := clients["demo"].do("POST", "/compute/v2.1/servers", boot); r.code != 400 {
+			t.Errorf("boot on ops-private as demo: %d %s", r.code, r.body)
+		}
+		if r := clients["admin"].do("POST", "/networking/v2.0/ports", map[string]any{"port": map[string]any{"network_id": opsPrivate}}); r.code != 201 {
+			t.Errorf("port on ops-private as admin: %d %s", r.code, r.body)
 		}
 	})
 	t.Run("a member cannot see or change another project's server", func(t *testing.T) {
