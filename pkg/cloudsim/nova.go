@@ -35,9 +35,9 @@ func (s *Sim) routesCompute(mux *http.ServeMux) {
 	h("DELETE /servers/{id}/os-interface/{port}", "interfaces.delete", serverRes.with(s, "update", s.detachInterface))
 	h("GET /flavors", "flavors.list", s.listFlavors(false))
 	h("GET /flavors/detail", "flavors.detail", s.listFlavors(true))
-	h("GET /flavors/{id}", "flavors.get", s.getFlavor)
-	h("GET /flavors/{id}/os-extra_specs", "flavors.extra_specs.list", s.flavorExtraSpecs)
-	h("GET /flavors/{id}/os-extra_specs/{key}", "flavors.extra_specs.get", s.flavorExtraSpecs)
+	h("GET /flavors/{id}", "flavors.get", flavorRes.with(s, "", s.getFlavor))
+	h("GET /flavors/{id}/os-extra_specs", "flavors.extra_specs.list", flavorRes.with(s, "", s.flavorExtraSpecs))
+	h("GET /flavors/{id}/os-extra_specs/{key}", "flavors.extra_specs.get", flavorRes.with(s, "", s.flavorExtraSpecs))
 	h("GET /os-availability-zone", "availability-zones.list", s.listAZs)
 	h("GET /os-availability-zone/detail", "availability-zones.detail", s.listAZs)
 	s.routesQuotas(h, s.serviceRoutes(mux, ServiceNetwork, networkPrefix+"/v2.0", nil),
@@ -439,26 +439,17 @@ func (s *Sim) listFlavors(detail bool) http.HandlerFunc {
 	}
 }
 
-func (s *Sim) getFlavor(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	fl, ok := s.state.flavors.get(r.PathValue("id"))
-	if !ok {
-		novaError(w, http.StatusNotFound, "Flavor %s could not be found.", r.PathValue("id"))
-		return
-	}
+// flavorRes is Nova's flavors for the kit: public, owned by no project.
+var flavorRes = &resource[flavor]{service: ServiceCompute, one: "flavor", many: "flavors", action: "flavor",
+	store: func(st *state) *coll[flavor] { return st.flavors }, owner: func(*flavor) string { return "" },
+	notFound: func(id string) error { return apiErr(http.StatusNotFound, "", "Flavor %s could not be found.", id) }}
+
+func (s *Sim) getFlavor(w http.ResponseWriter, r *http.Request, _ *state, fl *flavor) {
 	writeJSON(w, http.StatusOK, map[string]any{"flavor": s.flavorView(fl, baseURL(r), mvOf(r), true)})
 }
 
 // flavorExtraSpecs answers os-extra_specs: all of a flavor's, or one key.
-func (s *Sim) flavorExtraSpecs(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	fl, ok := s.state.flavors.get(r.PathValue("id"))
-	if !ok {
-		novaError(w, http.StatusNotFound, "Flavor %s could not be found.", r.PathValue("id"))
-		return
-	}
+func (s *Sim) flavorExtraSpecs(w http.ResponseWriter, r *http.Request, _ *state, fl *flavor) {
 	specs := maps.Clone(fl.ExtraSpecs)
 	if specs == nil {
 		specs = map[string]string{}

@@ -326,50 +326,37 @@ func (st *state) findDomain(id, name string) *domain {
 	return nil
 }
 
-// projectRef finds a project by ID or name (the first when ref is empty).
-func (st *state) projectRef(ref string) *project {
+// byRef finds an object by ID, else by name; an empty ref is the oldest
+// (the seed's default project, flavor or image).
+func byRef[T any](c *coll[T], ref string, name func(*T) string) *T {
 	if ref == "" {
-		if st.projects.len() == 0 {
-			return nil
-		}
-		return st.projects.first()
+		return c.first()
 	}
-	if p, ok := st.projects.get(ref); ok {
-		return p
+	if v, ok := c.get(ref); ok {
+		return v
 	}
-	for _, p := range st.projects.all() {
-		if p.Name == ref {
-			return p
+	for _, v := range c.all() {
+		if name(v) == ref {
+			return v
 		}
 	}
 	return nil
+}
+
+// projectRef finds a project by ID or name (the first when ref is empty).
+func (st *state) projectRef(ref string) *project {
+	return byRef(st.projects, ref, func(p *project) string { return p.Name })
 }
 
 func (st *state) userRef(ref string) *user {
-	if u, ok := st.users.get(ref); ok {
-		return u
+	if ref == "" {
+		return nil
 	}
-	for _, u := range st.users.all() {
-		if u.Name == ref {
-			return u
-		}
-	}
-	return nil
+	return byRef(st.users, ref, func(u *user) string { return u.Name })
 }
 
 func (st *state) flavorRef(ref string) *flavor {
-	if ref == "" && st.flavors.len() > 0 {
-		return st.flavors.first()
-	}
-	if f, ok := st.flavors.get(ref); ok {
-		return f
-	}
-	for _, f := range st.flavors.all() {
-		if f.Name == ref {
-			return f
-		}
-	}
-	return nil
+	return byRef(st.flavors, ref, func(f *flavor) string { return f.Name })
 }
 
 func (st *state) addSeedImage(sd SeedImage) {
@@ -388,30 +375,14 @@ func (st *state) addSeedImage(sd SeedImage) {
 }
 
 func (st *state) imageRef(ref string) *image {
-	if ref == "" {
-		return st.images.first()
-	}
-	if im, ok := st.images.get(ref); ok {
-		return im
-	}
-	for _, im := range st.images.all() {
-		if im.Name == ref {
-			return im
-		}
-	}
-	return nil
+	return byRef(st.images, ref, func(im *image) string { return im.Name })
 }
 
 func (st *state) networkRef(ref string) *network {
-	if n, ok := st.networks.get(ref); ok {
-		return n
+	if ref == "" {
+		return nil
 	}
-	for _, n := range st.networks.all() {
-		if n.Name == ref {
-			return n
-		}
-	}
-	return nil
+	return byRef(st.networks, ref, func(n *network) string { return n.Name })
 }
 
 func (st *state) nextMAC() string {
