@@ -32,7 +32,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	cloud := framework.StartCloud(t, framework.CloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	conf := cloud.CloudConf(t, "")
+	conf := cloud.ReaderCloudConf(t) // the approver needs only the reader role
 
 	first := cloud.CreateServer(t, "web-1", 1, "m1.small", "az-1")
 	cloud.CreateServer(t, "web-2", 2, "m1.small", "az-2")
@@ -132,7 +132,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	})
 
 	t.Run("when the cloud moves a floating IP the renewed certificate carries the new address only", func(t *testing.T) {
-		cp.StartCCM(ctx, t, conf)
+		cp.StartCCM(ctx, t, cloud.CloudConf(t, "")) // the CCM writes: member
 		oldIP, err := cloud.Sim.AttachFloatingIP(first.ID, framework.FloatingNetwork)
 		if err != nil {
 			t.Fatal(err)

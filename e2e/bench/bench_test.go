@@ -200,7 +200,7 @@ func benchApprovals(t *testing.T, qps float64) {
 		CloudBurst:        max(approver.DefaultCloudBurst, int(qps)),
 		Registerer:        prometheus.NewRegistry(),
 	}
-	cp.StartApprover(ctx, t, cloud.CloudConf(t, ""), opts)
+	cp.StartApprover(ctx, t, cloud.ReaderCloudConf(t), opts)
 
 	created := sync.Map{}
 	approved := map[string]time.Time{}

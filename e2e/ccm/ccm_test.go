@@ -64,7 +64,7 @@ func TestCCMInitializesAndTracksNodes(t *testing.T) {
 		}
 		nodes[s.name] = &labNode{server: srv, node: cp.StartNode(t, opts)}
 	}
-	cp.StartCCM(ctx, t, cloud.CloudConf(t, ""), "--concurrent-node-syncs=2")
+	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t), "--concurrent-node-syncs=2") // node controllers only read: reader
 
 	t.Run("joined nodes are initialized exactly as the cloud describes them", func(t *testing.T) {
 		for _, s := range specs {

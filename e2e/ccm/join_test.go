@@ -61,7 +61,7 @@ func TestNodeJoinsWithStackwardNodeSettings(t *testing.T) {
 		t.Errorf("the completed join configuration does not validate: %v\n%s", err, out)
 	}
 
-	cp.StartCCM(ctx, t, cloud.CloudConf(t, ""))
+	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t)) // node controllers only read: reader
 	cp.StartNode(t, framework.NodeOptions{Name: srv.Name, IP: args["node-ip"], ProviderID: args["provider-id"]})
 	n, err := cp.WaitForNode(ctx, srv.Name, 90*time.Second, func(n *corev1.Node) bool {
 		return !framework.HasTaint(n, uninitializedTaint) && n.Labels[corev1.LabelTopologyZone] != ""

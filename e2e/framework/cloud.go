@@ -36,12 +36,20 @@ type CloudOptions struct {
 	Latency      time.Duration
 }
 
-// LabSeed is the lab's cloud: one project and user, three flavors, two
+// ApproverUser is the lab's read-only cloud user, for the approver.
+const ApproverUser = "stackward-approver"
+
+// LabSeed is the lab's cloud: one project, a CCM and an approver user, three flavors, two
 // availability zones, the node network and a floating network.
 func LabSeed() *cloudsim.Seed {
 	return &cloudsim.Seed{
 		Projects: []cloudsim.SeedProject{{Name: "lab"}},
-		Users:    []cloudsim.SeedUser{{Name: "stackward", Password: "lab-password", Project: "lab"}},
+		// Least privilege: the CCM writes (Octavia, floating IPs, routes) with
+		// member; the approver only reads with reader.
+		Users: []cloudsim.SeedUser{
+			{Name: "stackward", Password: "lab-password", Project: "lab", Roles: []string{cloudsim.RoleMember}},
+			{Name: ApproverUser, Password: "approver-password", Project: "lab", Roles: []string{cloudsim.RoleReader}},
+		},
 		Flavors: []cloudsim.SeedFlavor{
 			{Name: "m1.small", VCPUs: 1, RAM: 2048, Disk: 20},
 			{Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
@@ -102,20 +110,35 @@ func (c *Cloud) CloudConf(t testing.TB, extra string) string {
 	return path
 }
 
-// WriteCloudConf writes the lab cloud's cloud.conf to path.
+// ReaderCloudConf is CloudConf for the lab's read-only (reader) user: the
+// approver, and a CCM without load balancers or routes.
+func (c *Cloud) ReaderCloudConf(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := c.writeCloudConf(path, ApproverUser, "approver-password", ""); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteCloudConf writes the lab cloud's cloud.conf (the CCM's user) to path.
 func (c *Cloud) WriteCloudConf(path, extra string) error {
+	return c.writeCloudConf(path, "stackward", "lab-password", extra)
+}
+
+func (c *Cloud) writeCloudConf(path, user, password, extra string) error {
 	conf := fmt.Sprintf(`[Global]
 auth-url = %s
 region = %s
-username = stackward
-password = lab-password
+username = %s
+password = %s
 user-domain-name = Default
 tenant-name = lab
 tenant-domain-name = Default
 
 [Networking]
 public-network-name = %s
-%s`, c.AuthURL, LabRegion, FloatingNetwork, extra)
+%s`, c.AuthURL, LabRegion, user, password, FloatingNetwork, extra)
 	return os.WriteFile(path, []byte(conf), 0o600)
 }
 

@@ -155,18 +155,19 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 
 // adminFault is FaultRule with durations written as Go duration strings.
 type adminFault struct {
-	Service    string  `json:"service"`
-	Operation  string  `json:"operation,omitempty"`
-	Status     int     `json:"status,omitempty"`
-	RetryAfter string  `json:"retryAfter,omitempty"`
-	ErrorRate  float64 `json:"errorRate,omitempty"`
-	Latency    string  `json:"latency,omitempty"`
-	Hang       bool    `json:"hang,omitempty"`
-	Times      int     `json:"times,omitempty"`
+	Service     string  `json:"service"`
+	Operation   string  `json:"operation,omitempty"`
+	Status      int     `json:"status,omitempty"`
+	RetryAfter  string  `json:"retryAfter,omitempty"`
+	ErrorRate   float64 `json:"errorRate,omitempty"`
+	Latency     string  `json:"latency,omitempty"`
+	Hang        bool    `json:"hang,omitempty"`
+	Times       int     `json:"times,omitempty"`
+	NoRequestID bool    `json:"noRequestID,omitempty"`
 }
 
 func (a adminFault) rule() (FaultRule, error) {
-	f := FaultRule{Service: a.Service, Operation: a.Operation, Status: a.Status, ErrorRate: a.ErrorRate, Hang: a.Hang, Times: a.Times}
+	f := FaultRule{Service: a.Service, Operation: a.Operation, Status: a.Status, ErrorRate: a.ErrorRate, Hang: a.Hang, Times: a.Times, NoRequestID: a.NoRequestID}
 	var err error
 	if a.RetryAfter != "" {
 		if f.RetryAfter, err = time.ParseDuration(a.RetryAfter); err != nil {
@@ -182,7 +183,7 @@ func (a adminFault) rule() (FaultRule, error) {
 }
 
 func toAdminFault(f FaultRule) adminFault {
-	a := adminFault{Service: f.Service, Operation: f.Operation, Status: f.Status, ErrorRate: f.ErrorRate, Hang: f.Hang, Times: f.Times}
+	a := adminFault{Service: f.Service, Operation: f.Operation, Status: f.Status, ErrorRate: f.ErrorRate, Hang: f.Hang, Times: f.Times, NoRequestID: f.NoRequestID}
 	if f.RetryAfter > 0 {
 		a.RetryAfter = f.RetryAfter.String()
 	}

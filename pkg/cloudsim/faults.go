@@ -34,6 +34,10 @@ type FaultRule struct {
 	Hang bool `json:"hang,omitempty"`
 	// Times limits the rule to that many triggered calls; 0 is unlimited.
 	Times int `json:"times,omitempty"`
+	// NoRequestID answers the error as something in front of the service
+	// would (a proxy or load balancer): without X-Openstack-Request-Id and
+	// with a plain-text body instead of the service's JSON error.
+	NoRequestID bool `json:"noRequestID,omitempty"`
 }
 
 type faultState struct {
@@ -85,7 +89,7 @@ func (s *Sim) Faults() []FaultRule {
 
 // trigger reports whether a matching rule fires for this call, consuming
 // one of its Times, and returns the latency, hang and status to apply.
-func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bool, status int, retryAfter time.Duration) {
+func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bool, status int, retryAfter time.Duration, proxy bool) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	latency = s.latency
@@ -103,10 +107,10 @@ func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bo
 			hang = true
 		}
 		if r.Status != 0 && status == 0 {
-			status, retryAfter = r.Status, r.RetryAfter
+			status, retryAfter, proxy = r.Status, r.RetryAfter, r.NoRequestID
 		}
 	}
-	return latency, hang, status, retryAfter
+	return latency, hang, status, retryAfter, proxy
 }
 
 // provisioningFault reports how a settling Octavia change ends: in ERROR
@@ -131,7 +135,7 @@ func (s *Sim) provisioningFault() (fail, hang bool) {
 
 // applyFaults delays, hangs or fails a request; false means it was answered.
 func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
-	latency, hang, status, retryAfter := s.trigger(o.service, o.name)
+	latency, hang, status, retryAfter, proxy := s.trigger(o.service, o.name)
 	if latency > 0 {
 		t := time.NewTimer(latency)
 		select {
@@ -148,14 +152,21 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
 		case <-r.Context().Done():
 		case <-s.hangCtx.Done():
 		}
-		serviceError(w, o.service, http.StatusServiceUnavailable, "the simulator was stopped while the request hung")
+		serviceError(w, o.service, http.StatusServiceUnavailable, "", "the simulator was stopped while the request hung")
 		return false
 	}
 	if status != 0 {
 		if retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
 		}
-		serviceError(w, o.service, status, fmt.Sprintf("injected fault: %s %s", o.service, o.name))
+		if proxy {
+			w.Header().Del("X-Openstack-Request-Id")
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(status)
+			_, _ = fmt.Fprintf(w, "%d %s\n", status, http.StatusText(status))
+			return false
+		}
+		serviceError(w, o.service, status, "", fmt.Sprintf("injected fault: %s %s", o.service, o.name))
 		return false
 	}
 	return true

@@ -52,6 +52,14 @@ func octaviaError(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, map[string]any{"faultcode": fc, "faultstring": fmt.Sprintf(format, args...), "debuginfo": nil})
 }
 
+// glanceError writes Glance's (webob) HTML error page.
+func glanceError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
+	w.WriteHeader(code)
+	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	_, _ = fmt.Fprintf(w, "<html>\n <head>\n  <title>%s</title>\n </head>\n <body>\n  <h1>%s</h1>\n  %s<br /><br />\n\n\n\n </body>\n</html>", status, status, msg)
+}
+
 // keystoneError writes Keystone's {"error": {"code","message","title"}} form.
 func keystoneError(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, map[string]any{"error": map[string]any{
@@ -60,12 +68,18 @@ func keystoneError(w http.ResponseWriter, code int, format string, args ...any) 
 }
 
 // serviceError writes an error in the body format of service.
-func serviceError(w http.ResponseWriter, service string, code int, msg string) {
+// typ is Neutron's error type; empty means the status text ("NotFound").
+func serviceError(w http.ResponseWriter, service string, code int, typ, msg string) {
 	switch service {
 	case ServiceCompute:
 		novaError(w, code, "%s", msg)
 	case ServiceNetwork:
-		neutronError(w, code, strings.ReplaceAll(http.StatusText(code), " ", ""), "%s", msg)
+		if typ == "" {
+			typ = strings.ReplaceAll(http.StatusText(code), " ", "")
+		}
+		neutronError(w, code, typ, "%s", msg)
+	case ServiceImage:
+		glanceError(w, code, msg)
 	case ServiceLoadBalancer:
 		octaviaError(w, code, "%s", msg)
 	default:

@@ -14,6 +14,7 @@ type token struct {
 	User    *user
 	Project *project
 	AppCred *appCred
+	Roles   []string // effective (implied roles expanded); none when unscoped
 	Methods []string
 	Issued  time.Time
 	Expires time.Time
@@ -180,6 +181,11 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 			keystoneError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
 			return
 		}
+		if req.Auth.Scope != nil {
+			// The scope of an application credential is its own.
+			keystoneError(w, http.StatusUnauthorized, "Error authenticating with application credential: Application credentials cannot request a scope.")
+			return
+		}
 		t.AppCred, t.User = ac, st.users.byID[ac.UserID]
 		t.Project, _ = st.projects.get(ac.ProjectID)
 		t.Methods = []string{"application_credential"}
@@ -194,6 +200,10 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 		old, ok := st.tokens[id.Token.ID]
 		if !ok || now.After(old.Expires) {
 			keystoneError(w, http.StatusNotFound, "Could not find token: %s.", id.Token.ID)
+			return
+		}
+		if old.AppCred != nil {
+			keystoneError(w, http.StatusForbidden, "You are not authorized to perform the requested action: using a token issued by an application credential to create another token.")
 			return
 		}
 		t.User, t.Project, t.Expires, t.Methods = old.User, old.Project, old.Expires, []string{"token"}
@@ -214,6 +224,13 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 			// Keystone scopes to the default project when no scope is asked.
 			t.Project, _ = st.projects.get(t.User.ProjectID)
 		}
+	}
+	if t.Project != nil {
+		roles := t.User.Roles
+		if t.AppCred != nil {
+			roles = t.AppCred.Roles
+		}
+		t.Roles = effectiveRoles(roles)
 	}
 	if len(st.tokens) > 50000 {
 		for k, v := range st.tokens {
@@ -241,9 +258,11 @@ func (s *Sim) tokenBody(t *token, base string) map[string]any {
 		pd := st.domains[t.Project.DomainID]
 		body["project"] = map[string]any{"id": t.Project.ID, "name": t.Project.Name, "domain": map[string]any{"id": pd.ID, "name": pd.Name}}
 		body["is_domain"] = false
-		body["roles"] = []any{map[string]any{"id": "9fe2ff9ee4384b1894a90878d3e92bab", "name": "member"},
-			map[string]any{"id": "f0b4a5d6c3e8410d9c0d2a8e5e1b7c3a", "name": "reader"},
-			map[string]any{"id": "5c8e7d9f2a6b4e1c8d3f0a9b7e6c5d4a", "name": "load-balancer_member"}}
+		roles := []any{}
+		for _, name := range t.Roles {
+			roles = append(roles, map[string]any{"id": roleIDs[name], "name": name})
+		}
+		body["roles"] = roles
 		body["catalog"] = s.catalog(base)
 	}
 	if t.AppCred != nil {
@@ -261,6 +280,7 @@ func (s *Sim) catalog(base string) []any {
 		{ServiceCompute, "nova", computePrefix + "/v2.1"},
 		{ServiceNetwork, "neutron", networkPrefix},
 		{ServiceLoadBalancer, "octavia", lbPrefix},
+		{ServiceImage, "glance", imagePrefix},
 	}
 	var out []any
 	for i, c := range svc {

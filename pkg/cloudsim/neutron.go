@@ -2,7 +2,6 @@ package cloudsim
 
 import (
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -11,25 +10,22 @@ import (
 // here (allowed address pairs, new ports) shows up in Nova's addresses.
 
 func (s *Sim) routesNetwork(mux *http.ServeMux) {
-	p := networkPrefix + "/v2.0"
-	h := func(pattern, name string, fn http.HandlerFunc) {
-		method, path, _ := strings.Cut(pattern, " ")
-		s.handle(mux, method+" "+p+path, op{service: ServiceNetwork, name: name}, fn)
-	}
+	h := s.serviceRoutes(mux, ServiceNetwork, networkPrefix+"/v2.0", nil)
 	h("GET /extensions", "extensions.list", s.listExtensions)
 	h("GET /extensions/{alias}", "extensions.get", s.getExtension)
-	h("GET /networks", "networks.list", s.listNetworks)
-	h("GET /networks/{id}", "networks.get", s.getNetwork)
+	h("GET /availability_zones", "availability_zones.list", s.listNetworkAZs)
+	h("GET /networks", "networks.list", networkRes.list(s, nil))
+	h("GET /networks/{id}", "networks.get", networkRes.show(s))
 	h("POST /networks", "networks.create", s.createNetwork)
-	h("DELETE /networks/{id}", "networks.delete", s.deleteNetwork)
-	h("GET /subnets", "subnets.list", s.listSubnets)
-	h("GET /subnets/{id}", "subnets.get", s.getSubnet)
+	h("DELETE /networks/{id}", "networks.delete", networkRes.remove(s, removeNetwork))
+	h("GET /subnets", "subnets.list", subnetRes.list(s, nil))
+	h("GET /subnets/{id}", "subnets.get", subnetRes.show(s))
 	h("POST /subnets", "subnets.create", s.createSubnet)
-	h("GET /ports", "ports.list", s.listPorts)
-	h("GET /ports/{id}", "ports.get", s.getPort)
+	h("GET /ports", "ports.list", portRes.list(s, portsByDevice))
+	h("GET /ports/{id}", "ports.get", portRes.show(s))
 	h("POST /ports", "ports.create", s.createPortAPI)
-	h("PUT /ports/{id}", "ports.update", s.updatePort)
-	h("DELETE /ports/{id}", "ports.delete", s.deletePortAPI)
+	h("PUT /ports/{id}", "ports.update", updateHandler(s, portRes, s.updatePort))
+	h("DELETE /ports/{id}", "ports.delete", portRes.remove(s, removePort))
 	s.routesNetworkL3(mux, h)
 }
 
@@ -74,13 +70,19 @@ func (s *Sim) getExtension(w http.ResponseWriter, r *http.Request) {
 	neutronError(w, http.StatusNotFound, "ExtensionNotFound", "Extension with alias %s does not exist", r.PathValue("alias"))
 }
 
-func neutronTS(t time.Time) string { return fmtTime(t, isoSeconds) }
-
-// visibleTo mirrors Neutron's policy: a project sees its own resources, and
-// everybody sees shared and external networks and unowned resources.
-func visibleTo(r *http.Request, owner string) bool {
-	return owner == "" || owner == projectOf(r) || r.URL.Query().Get("all_tenants") != ""
+// listNetworkAZs answers the availability_zone extension: every AZ serves
+// networks and routers.
+func (s *Sim) listNetworkAZs(w http.ResponseWriter, r *http.Request) {
+	var items []map[string]any
+	for _, az := range s.state.azs {
+		for _, res := range []string{"network", "router"} {
+			items = append(items, map[string]any{"name": az, "resource": res, "state": "available"})
+		}
+	}
+	writeFilteredList(w, r, ServiceNetwork, "availability_zones", items)
 }
+
+func neutronTS(t time.Time) string { return fmtTime(t, isoSeconds) }
 
 func (s *Sim) networkView(n *network) map[string]any {
 	subnets := append([]string{}, n.SubnetIDs...)
@@ -95,36 +97,13 @@ func (s *Sim) networkView(n *network) map[string]any {
 	}
 }
 
-func (s *Sim) listNetworks(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	var items []map[string]any
-	for _, n := range s.state.networks.all() {
-		if n.External || n.Shared || visibleTo(r, n.ProjectID) {
-			items = append(items, s.networkView(n))
-		}
-	}
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "networks", items)
-}
-
-func (s *Sim) getNetwork(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n, ok := s.state.networks.get(r.PathValue("id"))
-	if !ok {
-		neutronError(w, http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", r.PathValue("id"))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"network": s.networkView(n)})
-}
-
 func (s *Sim) createNetwork(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Network struct {
-			Name     string `json:"name"`
-			External bool   `json:"router:external"`
-			Shared   bool   `json:"shared"`
-			MTU      int    `json:"mtu"`
+			Name     string   `json:"name"`
+			External flexBool `json:"router:external"`
+			Shared   flexBool `json:"shared"`
+			MTU      int      `json:"mtu"`
 		} `json:"network"`
 	}
 	if err := decodeBody(r, &req); err != nil {
@@ -133,36 +112,27 @@ func (s *Sim) createNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.state.addNetwork(SeedNetwork{Name: req.Network.Name, Project: projectOf(r), External: req.Network.External, MTU: req.Network.MTU})
+	n, err := s.state.addNetwork(SeedNetwork{Name: req.Network.Name, Project: projectOf(r), External: bool(req.Network.External), MTU: req.Network.MTU})
 	if err != nil {
 		neutronError(w, statusFor(err), "BadRequest", "%v", err)
 		return
 	}
-	n.Shared = req.Network.Shared
+	n.Shared = bool(req.Network.Shared)
 	writeJSON(w, http.StatusCreated, map[string]any{"network": s.networkView(n)})
 }
 
-func (s *Sim) deleteNetwork(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	id := r.PathValue("id")
-	n, ok := st.networks.get(id)
-	if !ok {
-		neutronError(w, http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", id)
-		return
-	}
+// removeNetwork deletes a network without ports, with its subnets.
+func removeNetwork(st *state, n *network) error {
 	for _, p := range st.ports.all() {
-		if p.NetworkID == id {
-			neutronError(w, http.StatusConflict, "NetworkInUse", "Unable to complete operation on network %s. There are one or more ports still in use on the network.", id)
-			return
+		if p.NetworkID == n.ID {
+			return apiErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
 		}
 	}
 	for _, sid := range n.SubnetIDs {
 		st.subnets.del(sid)
 	}
-	st.networks.del(id)
-	w.WriteHeader(http.StatusNoContent)
+	st.networks.del(n.ID)
+	return nil
 }
 
 func (s *Sim) subnetView(sn *subnet) map[string]any {
@@ -181,30 +151,6 @@ func (s *Sim) subnetView(sn *subnet) map[string]any {
 	}
 }
 
-func (s *Sim) listSubnets(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	var items []map[string]any
-	for _, sn := range s.state.subnets.all() {
-		n := s.state.networks.byID[sn.NetworkID]
-		if n.External || n.Shared || visibleTo(r, sn.ProjectID) {
-			items = append(items, s.subnetView(sn))
-		}
-	}
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "subnets", items)
-}
-
-func (s *Sim) getSubnet(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sn, ok := s.state.subnets.get(r.PathValue("id"))
-	if !ok {
-		neutronError(w, http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", r.PathValue("id"))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"subnet": s.subnetView(sn)})
-}
-
 func (s *Sim) createSubnet(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Subnet struct {
@@ -221,9 +167,12 @@ func (s *Sim) createSubnet(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.state.networks.get(req.Subnet.NetworkID)
-	if !ok {
-		neutronError(w, http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", req.Subnet.NetworkID)
+	n := networkRes.find(w, r, s.state, req.Subnet.NetworkID, "")
+	if n == nil {
+		return
+	}
+	if !canWrite(r, n.ProjectID) {
+		writeErr(w, ServiceNetwork, forbidden(ServiceNetwork, "create_subnet"))
 		return
 	}
 	sn, err := s.state.addSubnet(n, SeedSubnet{Name: req.Subnet.Name, CIDR: req.Subnet.CIDR, Gateway: req.Subnet.Gateway})

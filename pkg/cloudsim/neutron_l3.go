@@ -12,21 +12,21 @@ import (
 // Neutron L3: routers with extra routes (the CCM's route controller uses
 // add_extraroutes/remove_extraroutes) and floating IPs.
 
-func (s *Sim) routesNetworkL3(_ *http.ServeMux, h func(pattern, name string, fn http.HandlerFunc)) {
-	h("GET /routers", "routers.list", s.listRouters)
-	h("GET /routers/{id}", "routers.get", s.getRouter)
-	h("PUT /routers/{id}", "routers.update", s.updateRouter)
+func (s *Sim) routesNetworkL3(_ *http.ServeMux, h routeFunc) {
+	h("GET /routers", "routers.list", routerRes.list(s, nil))
+	h("GET /routers/{id}", "routers.get", routerRes.show(s))
+	h("PUT /routers/{id}", "routers.update", updateHandler(s, routerRes, s.updateRouter))
 	h("POST /routers", "routers.create", s.createRouterAPI)
-	h("DELETE /routers/{id}", "routers.delete", s.deleteRouterAPI)
+	h("DELETE /routers/{id}", "routers.delete", routerRes.remove(s, removeRouter))
 	h("PUT /routers/{id}/add_router_interface", "routers.add_router_interface", s.routerInterface(true))
 	h("PUT /routers/{id}/remove_router_interface", "routers.remove_router_interface", s.routerInterface(false))
-	h("PUT /routers/{id}/add_extraroutes", "routers.add_extraroutes", s.extraRoutes(true))
-	h("PUT /routers/{id}/remove_extraroutes", "routers.remove_extraroutes", s.extraRoutes(false))
-	h("GET /floatingips", "floatingips.list", s.listFIPs)
-	h("GET /floatingips/{id}", "floatingips.get", s.getFIP)
+	h("PUT /routers/{id}/add_extraroutes", "routers.add_extraroutes", updateHandler(s, routerRes, s.extraRoutes(true)))
+	h("PUT /routers/{id}/remove_extraroutes", "routers.remove_extraroutes", updateHandler(s, routerRes, s.extraRoutes(false)))
+	h("GET /floatingips", "floatingips.list", fipRes.list(s, nil))
+	h("GET /floatingips/{id}", "floatingips.get", fipRes.show(s))
 	h("POST /floatingips", "floatingips.create", s.createFIP)
 	h("PUT /floatingips/{id}", "floatingips.update", s.updateFIP)
-	h("DELETE /floatingips/{id}", "floatingips.delete", s.deleteFIP)
+	h("DELETE /floatingips/{id}", "floatingips.delete", fipRes.remove(s, removeFIP))
 	s.routesSecGroups(h)
 }
 
@@ -49,27 +49,6 @@ func (s *Sim) routerView(rt *router) map[string]any {
 	}
 }
 
-func (s *Sim) listRouters(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	items := visibleViews(r, s.state.routers.all(), routerOwner, s.routerView)
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "routers", items)
-}
-
-func (s *Sim) routerFor(w http.ResponseWriter, r *http.Request) *router {
-	return findVisible(w, r, s.state.routers, routerOwner, "RouterNotFound", "Router %s could not be found")
-}
-
-func routerOwner(rt *router) string { return rt.ProjectID }
-
-func (s *Sim) getRouter(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if rt := s.routerFor(w, r); rt != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
-	}
-}
-
 type routerBody struct {
 	Router struct {
 		Name        *string  `json:"name"`
@@ -80,8 +59,7 @@ type routerBody struct {
 
 // checkRoutes enforces Neutron's rule that a nexthop must be on a subnet the
 // router is attached to.
-func (s *Sim) checkRoutes(w http.ResponseWriter, rt *router, routes []Route) bool {
-	st := s.state
+func checkRoutes(st *state, rt *router, routes []Route) error {
 	var attached []netip.Prefix
 	for _, pid := range st.portsByDev[rt.ID] {
 		for _, f := range st.ports.byID[pid].FixedIPs {
@@ -90,53 +68,35 @@ func (s *Sim) checkRoutes(w http.ResponseWriter, rt *router, routes []Route) boo
 	}
 	for _, x := range routes {
 		if _, err := netip.ParsePrefix(x.Destination); err != nil {
-			neutronError(w, http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP subnet.", x.Destination)
-			return false
+			return apiErr(http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP subnet.", x.Destination)
 		}
 		nh, err := netip.ParseAddr(x.NextHop)
 		if err != nil {
-			neutronError(w, http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP address.", x.NextHop)
-			return false
+			return apiErr(http.StatusBadRequest, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP address.", x.NextHop)
 		}
 		ok := false
 		for _, p := range attached {
 			ok = ok || p.Contains(nh)
 		}
 		if !ok {
-			neutronError(w, http.StatusBadRequest, "InvalidRoutes", "Invalid format for routes: %s/%s, the nexthop is not connected with router", x.Destination, x.NextHop)
-			return false
+			return apiErr(http.StatusBadRequest, "InvalidRoutes", "Invalid format for routes: %s/%s, the nexthop is not connected with router", x.Destination, x.NextHop)
 		}
 	}
-	return true
+	return nil
 }
 
-func (s *Sim) updateRouter(w http.ResponseWriter, r *http.Request) {
-	var req routerBody
-	if err := decodeBody(r, &req); err != nil {
-		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rt := s.routerFor(w, r)
-	if rt == nil {
-		return
-	}
+func (s *Sim) updateRouter(_ *http.Request, st *state, rt *router, req *routerBody) error {
 	if req.Router.Routes != nil {
-		if !s.checkRoutes(w, rt, *req.Router.Routes) {
-			return
+		if err := checkRoutes(st, rt, *req.Router.Routes); err != nil {
+			return err
 		}
 		rt.Routes = dedupeRoutes(*req.Router.Routes)
 	}
-	if req.Router.Name != nil {
-		rt.Name = *req.Router.Name
-	}
-	if req.Router.Description != nil {
-		rt.Description = *req.Router.Description
-	}
+	setIf(&rt.Name, req.Router.Name)
+	setIf(&rt.Description, req.Router.Description)
 	rt.Updated = time.Now()
 	rt.Revision++
-	writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
+	return nil
 }
 
 func dedupeRoutes(in []Route) []Route {
@@ -153,22 +113,14 @@ func dedupeRoutes(in []Route) []Route {
 
 // extraRoutes implements the atomic add/remove of the extraroute-atomic
 // extension: the body lists only the routes to add or remove.
-func (s *Sim) extraRoutes(add bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req routerBody
-		if err := decodeBody(r, &req); err != nil || req.Router.Routes == nil {
-			neutronError(w, http.StatusBadRequest, "BadRequest", "Invalid input: the body needs router.routes")
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		rt := s.routerFor(w, r)
-		if rt == nil {
-			return
+func (s *Sim) extraRoutes(add bool) func(*http.Request, *state, *router, *routerBody) error {
+	return func(_ *http.Request, st *state, rt *router, req *routerBody) error {
+		if req.Router.Routes == nil {
+			return apiErr(http.StatusBadRequest, "BadRequest", "Invalid input: the body needs router.routes")
 		}
 		if add {
-			if !s.checkRoutes(w, rt, *req.Router.Routes) {
-				return
+			if err := checkRoutes(st, rt, *req.Router.Routes); err != nil {
+				return err
 			}
 			rt.Routes = dedupeRoutes(append(rt.Routes, *req.Router.Routes...))
 		} else {
@@ -186,7 +138,7 @@ func (s *Sim) extraRoutes(add bool) http.HandlerFunc {
 		}
 		rt.Updated = time.Now()
 		rt.Revision++
-		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerView(rt)})
+		return nil
 	}
 }
 
@@ -205,27 +157,6 @@ func (s *Sim) fipView(f *floatingIP) map[string]any {
 		"project_id": f.ProjectID, "description": f.Description, "tags": []string{}, "dns_domain": "", "dns_name": "",
 		"port_forwardings": []any{}, "qos_policy_id": nil,
 		"created_at": neutronTS(f.Created), "updated_at": neutronTS(f.Updated), "revision_number": f.Revision,
-	}
-}
-
-func (s *Sim) listFIPs(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	items := visibleViews(r, s.state.fips.all(), fipOwner, s.fipView)
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "floatingips", items)
-}
-
-func (s *Sim) fipFor(w http.ResponseWriter, r *http.Request) *floatingIP {
-	return findVisible(w, r, s.state.fips, fipOwner, "FloatingIPNotFound", "Floating IP %s could not be found")
-}
-
-func fipOwner(f *floatingIP) string { return f.ProjectID }
-
-func (s *Sim) getFIP(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if f := s.fipFor(w, r); f != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"floatingip": s.fipView(f)})
 	}
 }
 
@@ -285,7 +216,7 @@ func (s *Sim) updateFIP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.fipFor(w, r)
+	f := fipRes.find(w, r, s.state, r.PathValue("id"), "update")
 	if f == nil {
 		return
 	}
@@ -301,11 +232,7 @@ func (s *Sim) updateFIP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"floatingip": s.fipView(f)})
 }
 
-func (s *Sim) deleteFIP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.fipFor(w, r); f != nil {
-		s.state.deleteFloatingIP(f.ID)
-		w.WriteHeader(http.StatusNoContent)
-	}
+func removeFIP(st *state, f *floatingIP) error {
+	st.deleteFloatingIP(f.ID)
+	return nil
 }

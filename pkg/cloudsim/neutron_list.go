@@ -13,7 +13,7 @@ import (
 // limit/marker pagination answers with <collection>_links.
 
 var neutronNonFilters = map[string]bool{
-	"limit": true, "marker": true, "fields": true, "sort_key": true, "sort_dir": true, "page_reverse": true,
+	"all_tenants": true, "limit": true, "marker": true, "fields": true, "sort_key": true, "sort_dir": true, "page_reverse": true,
 }
 
 // neutronMatch reports whether a rendered resource passes the query filters.
@@ -57,15 +57,17 @@ func matchScalar(v any, vals []string) bool {
 	default:
 		s = fmt.Sprint(x)
 	}
+	b, isBool := v.(bool)
 	for _, want := range vals {
-		if s == want || (isBoolString(s) && strings.EqualFold(s, want)) {
+		if s == want {
+			return true
+		}
+		if wb, err := parseBool(want); isBool && err == nil && wb == b {
 			return true
 		}
 	}
 	return false
 }
-
-func isBoolString(s string) bool { return s == "true" || s == "false" }
 
 // matchFixedIPs implements fixed_ips=ip_address=X / subnet_id=Y filters.
 func matchFixedIPs(v any, vals []string) bool {
@@ -126,14 +128,15 @@ func matchTags(v any, k string, vals []string) bool {
 	}
 }
 
-// writeNeutronList filters, pages and writes items as {collection: [...]}.
-func writeNeutronList(w http.ResponseWriter, r *http.Request, collection string, items []map[string]any) {
+// writeFilteredList filters, pages and writes items as {collection: [...]},
+// as Neutron and Octavia do; errors are in service's form.
+func writeFilteredList(w http.ResponseWriter, r *http.Request, service, collection string, items []map[string]any) {
 	q := r.URL.Query()
 	limit := -1
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {
-			neutronError(w, http.StatusBadRequest, "BadRequest", "Bad limit request: %q is not an integer.", l)
+			writeErr(w, service, apiErr(http.StatusBadRequest, "BadRequest", "Bad limit request: %q is not an integer.", l))
 			return
 		}
 		if n > 0 {

@@ -57,40 +57,6 @@ func (s *Sim) portView(p *port) map[string]any {
 	}
 }
 
-func (s *Sim) listPorts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	s.mu.RLock()
-	st := s.state
-	var candidates []*port
-	if devs, ok := q["device_id"]; ok {
-		// The hot path of a CCM: ports of one server, without a scan.
-		for _, d := range devs {
-			for _, id := range st.portsByDev[d] {
-				candidates = append(candidates, st.ports.byID[id])
-			}
-		}
-	} else {
-		candidates = st.ports.all()
-	}
-	items := visibleViews(r, candidates, portOwner, s.portView)
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "ports", items)
-}
-
-func (s *Sim) portFor(w http.ResponseWriter, r *http.Request) *port {
-	return findVisible(w, r, s.state.ports, portOwner, "PortNotFound", "Port %s could not be found.")
-}
-
-func portOwner(p *port) string { return p.ProjectID }
-
-func (s *Sim) getPort(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if p := s.portFor(w, r); p != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"port": s.portView(p)})
-	}
-}
-
 type portBody struct {
 	Port struct {
 		NetworkID      string      `json:"network_id"`
@@ -98,7 +64,7 @@ type portBody struct {
 		Description    *string     `json:"description"`
 		DeviceID       *string     `json:"device_id"`
 		DeviceOwner    *string     `json:"device_owner"`
-		AdminStateUp   *bool       `json:"admin_state_up"`
+		AdminStateUp   *flexBool   `json:"admin_state_up"`
 		FixedIPs       *[]fixedIPJ `json:"fixed_ips"`
 		SecurityGroups *[]string   `json:"security_groups"`
 		AllowedPairs   *[]addrPair `json:"allowed_address_pairs"`
@@ -111,16 +77,15 @@ type fixedIPJ struct {
 	IP       string `json:"ip_address"`
 }
 
-func (s *Sim) checkPairs(w http.ResponseWriter, pairs []addrPair) bool {
+func checkPairs(pairs []addrPair) error {
 	for _, ap := range pairs {
 		if _, err := netip.ParseAddr(ap.IP); err != nil {
 			if _, err := netip.ParsePrefix(ap.IP); err != nil {
-				neutronError(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for ip_address. Reason: '%s' is not a valid IP address.", ap.IP)
-				return false
+				return apiErr(http.StatusBadRequest, "HTTPBadRequest", "Invalid input for ip_address. Reason: '%s' is not a valid IP address.", ap.IP)
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
@@ -147,13 +112,18 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if b.AllowedPairs != nil {
-		if !s.checkPairs(w, *b.AllowedPairs) {
+		if err := checkPairs(*b.AllowedPairs); err != nil {
+			writeErr(w, ServiceNetwork, err)
 			return
 		}
 		ps.AllowedPairs = *b.AllowedPairs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A project makes ports on its own, shared and external networks only.
+	if networkRes.find(w, r, s.state, b.NetworkID, "") == nil {
+		return
+	}
 	if b.SecurityGroups != nil {
 		ps.SecurityGroups = *b.SecurityGroups
 	} else {
@@ -171,23 +141,15 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"port": s.portView(p)})
 }
 
-func (s *Sim) updatePort(w http.ResponseWriter, r *http.Request) {
-	var req portBody
-	if err := decodeBody(r, &req); err != nil {
-		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
-		return
-	}
+// updatePort applies a port update; a failed fixed_ips change leaves the
+// port's addresses as they were.
+func (s *Sim) updatePort(_ *http.Request, st *state, p *port, req *portBody) error {
 	b := req.Port
-	if b.AllowedPairs != nil && !s.checkPairs(w, *b.AllowedPairs) {
-		return
+	if b.AllowedPairs != nil {
+		if err := checkPairs(*b.AllowedPairs); err != nil {
+			return err
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.portFor(w, r)
-	if p == nil {
-		return
-	}
-	st := s.state
 	if b.FixedIPs != nil {
 		old := p.FixedIPs
 		st.releaseIPs(p)
@@ -200,53 +162,34 @@ func (s *Sim) updatePort(w http.ResponseWriter, r *http.Request) {
 					st.subnets.byID[o.SubnetID].used[mustAddr(o.IP)] = true
 				}
 				p.FixedIPs = old
-				neutronError(w, statusFor(err), "IpAddressAlreadyAllocated", "%v", err)
-				return
+				return apiErr(statusFor(err), "IpAddressAlreadyAllocated", "%v", err)
 			}
 			p.FixedIPs = append(p.FixedIPs, got)
 		}
 	}
-	if b.Name != nil {
-		p.Name = *b.Name
-	}
-	if b.Description != nil {
-		p.Description = *b.Description
-	}
+	setIf(&p.Name, b.Name)
+	setIf(&p.Description, b.Description)
 	if b.DeviceID != nil {
 		st.setPortDevice(p, *b.DeviceID)
 	}
-	if b.DeviceOwner != nil {
-		p.DeviceOwner = *b.DeviceOwner
-	}
-	if b.AdminStateUp != nil {
-		p.AdminUp = *b.AdminStateUp
-	}
-	if b.SecurityGroups != nil {
-		p.SecurityGroups = *b.SecurityGroups
-	}
-	if b.AllowedPairs != nil {
-		p.AllowedPairs = *b.AllowedPairs
-	}
+	setIf(&p.DeviceOwner, b.DeviceOwner)
+	setBool(&p.AdminUp, b.AdminStateUp)
+	setIf(&p.SecurityGroups, b.SecurityGroups)
+	setIf(&p.AllowedPairs, b.AllowedPairs)
 	if b.Tags != nil {
 		p.Tags = b.Tags
 	}
 	p.Updated = time.Now()
 	p.Revision++
-	writeJSON(w, http.StatusOK, map[string]any{"port": s.portView(p)})
+	return nil
 }
 
-func (s *Sim) deletePortAPI(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.portFor(w, r)
-	if p == nil {
-		return
-	}
+// removePort deletes a port that no router or load balancer owns.
+func removePort(st *state, p *port) error {
 	if p.DeviceOwner == "network:router_interface" || p.DeviceOwner == "network:router_gateway" ||
 		strings.HasPrefix(p.DeviceOwner, "Octavia") {
-		neutronError(w, http.StatusConflict, "PortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)
-		return
+		return apiErr(http.StatusConflict, "PortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)
 	}
-	s.state.deletePort(p.ID)
-	w.WriteHeader(http.StatusNoContent)
+	st.deletePort(p.ID)
+	return nil
 }

@@ -34,17 +34,10 @@ func (s *Sim) createRouterAPI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"router": s.routerView(rt)})
 }
 
-func (s *Sim) deleteRouterAPI(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rt := s.routerFor(w, r)
-	if rt == nil {
-		return
-	}
-	st := s.state
+// removeRouter deletes a router without interfaces, with its gateway port.
+func removeRouter(st *state, rt *router) error {
 	if len(st.routerInterfaces(rt)) > 0 {
-		neutronError(w, http.StatusConflict, "RouterInUse", "Router %s still has ports", rt.ID)
-		return
+		return apiErr(http.StatusConflict, "RouterInUse", "Router %s still has ports", rt.ID)
 	}
 	for _, pid := range append([]string(nil), st.portsByDev[rt.ID]...) {
 		st.deletePort(pid)
@@ -55,7 +48,7 @@ func (s *Sim) deleteRouterAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	st.routers.del(rt.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // routerInterface implements add_router_interface/remove_router_interface
@@ -72,7 +65,7 @@ func (s *Sim) routerInterface(add bool) http.HandlerFunc {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		rt := s.routerFor(w, r)
+		rt := routerRes.find(w, r, s.state, r.PathValue("id"), "update")
 		if rt == nil {
 			return
 		}
@@ -80,9 +73,8 @@ func (s *Sim) routerInterface(add bool) http.HandlerFunc {
 		var p *port
 		switch {
 		case add && req.SubnetID != "":
-			sn, ok := st.subnets.get(req.SubnetID)
-			if !ok {
-				neutronError(w, http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", req.SubnetID)
+			sn := subnetRes.find(w, r, st, req.SubnetID, "")
+			if sn == nil {
 				return
 			}
 			var err error
@@ -91,9 +83,8 @@ func (s *Sim) routerInterface(add bool) http.HandlerFunc {
 				return
 			}
 		case add:
-			pp, ok := st.ports.get(req.PortID)
-			if !ok {
-				neutronError(w, http.StatusNotFound, "PortNotFound", "Port %s could not be found.", req.PortID)
+			pp := portRes.find(w, r, st, req.PortID, "update")
+			if pp == nil {
 				return
 			}
 			if pp.DeviceID != "" {

@@ -9,15 +9,18 @@ import (
 // Neutron security groups and rules (Octavia-less CCM setups and the
 // load-balancer code manage node security groups through them).
 
-func (s *Sim) routesSecGroups(h func(pattern, name string, fn http.HandlerFunc)) {
-	h("GET /security-groups", "security-groups.list", s.listSecGroups)
-	h("GET /security-groups/{id}", "security-groups.get", s.getSecGroup)
+func (s *Sim) routesSecGroups(h routeFunc) {
+	h("GET /security-groups", "security-groups.list", secGroupRes.list(s, nil))
+	h("GET /security-groups/{id}", "security-groups.get", secGroupRes.show(s))
 	h("POST /security-groups", "security-groups.create", s.createSecGroup)
-	h("DELETE /security-groups/{id}", "security-groups.delete", s.deleteSecGroup)
-	h("GET /security-group-rules", "security-group-rules.list", s.listSecRules)
-	h("GET /security-group-rules/{id}", "security-group-rules.get", s.getSecRule)
+	h("DELETE /security-groups/{id}", "security-groups.delete", secGroupRes.remove(s, removeSecGroup))
+	h("GET /security-group-rules", "security-group-rules.list", secRuleRes.list(s, nil))
+	h("GET /security-group-rules/{id}", "security-group-rules.get", secRuleRes.show(s))
 	h("POST /security-group-rules", "security-group-rules.create", s.createSecRule)
-	h("DELETE /security-group-rules/{id}", "security-group-rules.delete", s.deleteSecRule)
+	h("DELETE /security-group-rules/{id}", "security-group-rules.delete", secRuleRes.remove(s, func(st *state, x *secRule) error {
+		st.secRules.del(x.ID)
+		return nil
+	}))
 }
 
 func ruleView(x *secRule) map[string]any {
@@ -58,23 +61,6 @@ func (s *Sim) secGroupView(g *secGroup) map[string]any {
 	}
 }
 
-func (s *Sim) listSecGroups(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	items := visibleViews(r, s.state.secGroups.all(), secGroupOwner, s.secGroupView)
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "security_groups", items)
-}
-
-func (s *Sim) getSecGroup(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if g := findVisible(w, r, s.state.secGroups, secGroupOwner, "SecurityGroupNotFound", "Security group %s does not exist"); g != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"security_group": s.secGroupView(g)})
-	}
-}
-
-func secGroupOwner(g *secGroup) string { return g.ProjectID }
-
 func (s *Sim) createSecGroup(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		G struct {
@@ -97,46 +83,22 @@ func (s *Sim) createSecGroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"security_group": s.secGroupView(g)})
 }
 
-func (s *Sim) deleteSecGroup(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	id := r.PathValue("id")
-	g, ok := st.secGroups.get(id)
-	if !ok || !visibleTo(r, g.ProjectID) {
-		neutronError(w, http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", id)
-		return
-	}
+// removeSecGroup deletes a group no port uses, with its rules.
+func removeSecGroup(st *state, g *secGroup) error {
 	for _, p := range st.ports.all() {
 		for _, sg := range p.SecurityGroups {
-			if sg == id {
-				neutronError(w, http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", id)
-				return
+			if sg == g.ID {
+				return apiErr(http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", g.ID)
 			}
 		}
 	}
 	for _, x := range st.secRules.all() {
-		if x.GroupID == id {
+		if x.GroupID == g.ID {
 			st.secRules.del(x.ID)
 		}
 	}
-	st.secGroups.del(id)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Sim) listSecRules(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	items := visibleViews(r, s.state.secRules.all(), secRuleOwner, ruleView)
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "security_group_rules", items)
-}
-
-func (s *Sim) getSecRule(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if x := findVisible(w, r, s.state.secRules, secRuleOwner, "SecurityGroupRuleNotFound", "Security group rule %s does not exist"); x != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"security_group_rule": ruleView(x)})
-	}
+	st.secGroups.del(g.ID)
+	return nil
 }
 
 func (s *Sim) createSecRule(w http.ResponseWriter, r *http.Request) {
@@ -168,9 +130,8 @@ func (s *Sim) createSecRule(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
-	g, ok := st.secGroups.get(b.GroupID)
-	if !ok {
-		neutronError(w, http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", b.GroupID)
+	g := secGroupRes.find(w, r, st, b.GroupID, "update")
+	if g == nil {
 		return
 	}
 	x := &secRule{ID: newID(), GroupID: g.ID, ProjectID: g.ProjectID, Direction: b.Direction, Ethertype: b.Ethertype,
@@ -189,17 +150,3 @@ func (s *Sim) createSecRule(w http.ResponseWriter, r *http.Request) {
 }
 
 func eqIntPtr(a, b *int) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
-
-func (s *Sim) deleteSecRule(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	x, ok := s.state.secRules.get(r.PathValue("id"))
-	if !ok || !visibleTo(r, x.ProjectID) {
-		neutronError(w, http.StatusNotFound, "SecurityGroupRuleNotFound", "Security group rule %s does not exist", r.PathValue("id"))
-		return
-	}
-	s.state.secRules.del(x.ID)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func secRuleOwner(x *secRule) string { return x.ProjectID }

@@ -2,6 +2,7 @@ package cloudsim
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,31 +17,31 @@ import (
 const novaMaxLimit = 1000
 
 func (s *Sim) routesCompute(mux *http.ServeMux) {
-	p := "/compute/v2.1"
-	h := func(pattern, name string, fn http.HandlerFunc) {
-		method, path, _ := strings.Cut(pattern, " ")
-		s.handle(mux, method+" "+p+path, op{service: ServiceCompute, name: name}, s.withMicroversion(fn))
-	}
+	h := s.serviceRoutes(mux, ServiceCompute, computePrefix+"/v2.1", s.withMicroversion)
 	h("GET /servers", "servers.list", s.listServers(false))
 	h("GET /servers/detail", "servers.detail", s.listServers(true))
-	h("GET /servers/{id}", "servers.get", s.getServer)
+	h("GET /servers/{id}", "servers.get", serverRes.with(s, "", s.getServer))
 	h("POST /servers", "servers.create", s.novaCreateServer)
-	h("DELETE /servers/{id}", "servers.delete", s.novaDeleteServer)
-	h("POST /servers/{id}/action", "servers.action", s.serverAction)
-	h("GET /servers/{id}/metadata", "servers.metadata", s.serverMetadata)
-	h("POST /servers/{id}/metadata", "servers.metadata.update", s.setServerMetadata(false))
-	h("PUT /servers/{id}/metadata", "servers.metadata.reset", s.setServerMetadata(true))
-	h("GET /servers/{id}/ips", "servers.ips", s.serverIPs)
-	h("GET /servers/{id}/ips/{network}", "servers.ips.network", s.serverIPs)
-	h("GET /servers/{id}/os-interface", "interfaces.list", s.listInterfaces)
-	h("GET /servers/{id}/os-interface/{port}", "interfaces.get", s.getInterface)
-	h("POST /servers/{id}/os-interface", "interfaces.create", s.attachInterface)
-	h("DELETE /servers/{id}/os-interface/{port}", "interfaces.delete", s.detachInterface)
+	h("DELETE /servers/{id}", "servers.delete", serverRes.with(s, "delete", s.novaDeleteServer))
+	h("POST /servers/{id}/action", "servers.action", withBody(s, serverRes, "action", s.serverAction))
+	h("GET /servers/{id}/metadata", "servers.metadata", serverRes.with(s, "", s.serverMetadata))
+	h("POST /servers/{id}/metadata", "servers.metadata.update", withBody(s, serverRes, "update", s.setServerMetadata(false)))
+	h("PUT /servers/{id}/metadata", "servers.metadata.reset", withBody(s, serverRes, "update", s.setServerMetadata(true)))
+	h("GET /servers/{id}/ips", "servers.ips", serverRes.with(s, "", s.serverIPs))
+	h("GET /servers/{id}/ips/{network}", "servers.ips.network", serverRes.with(s, "", s.serverIPs))
+	h("GET /servers/{id}/os-interface", "interfaces.list", serverRes.with(s, "", s.listInterfaces))
+	h("GET /servers/{id}/os-interface/{port}", "interfaces.get", serverRes.with(s, "", s.getInterface))
+	h("POST /servers/{id}/os-interface", "interfaces.create", withBody(s, serverRes, "update", s.attachInterface))
+	h("DELETE /servers/{id}/os-interface/{port}", "interfaces.delete", serverRes.with(s, "update", s.detachInterface))
 	h("GET /flavors", "flavors.list", s.listFlavors(false))
 	h("GET /flavors/detail", "flavors.detail", s.listFlavors(true))
-	h("GET /flavors/{id}", "flavors.get", s.getFlavor)
+	h("GET /flavors/{id}", "flavors.get", flavorRes.with(s, "", s.getFlavor))
+	h("GET /flavors/{id}/os-extra_specs", "flavors.extra_specs.list", flavorRes.with(s, "", s.flavorExtraSpecs))
+	h("GET /flavors/{id}/os-extra_specs/{key}", "flavors.extra_specs.get", flavorRes.with(s, "", s.flavorExtraSpecs))
 	h("GET /os-availability-zone", "availability-zones.list", s.listAZs)
 	h("GET /os-availability-zone/detail", "availability-zones.detail", s.listAZs)
+	s.routesQuotas(h, s.serviceRoutes(mux, ServiceNetwork, networkPrefix+"/v2.0", nil),
+		s.serviceRoutes(mux, ServiceLoadBalancer, lbPrefix+"/v2", nil))
 }
 
 type mvKey struct{}
@@ -48,9 +49,9 @@ type mvKey struct{}
 // withMicroversion validates the requested microversion and echoes it.
 func (s *Sim) withMicroversion(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		mv, ok := novaMicroversion(r)
-		if !ok {
-			novaError(w, http.StatusNotAcceptable, "Version %d.%d is not supported by the API. Minimum is 2.1 and maximum is %s.", mv.major, mv.minor, novaMaxMicroversion)
+		mv, err := novaMicroversion(r)
+		if err != nil {
+			writeErr(w, ServiceCompute, err)
 			return
 		}
 		v := strconv.Itoa(mv.major) + "." + strconv.Itoa(mv.minor)
@@ -67,19 +68,36 @@ func mvOf(r *http.Request) microversion {
 	return mv
 }
 
-// visible reports whether the token's project may see a server; admins
-// listing with all_tenants see all (every simulated user may).
+// visible reports whether the token may see a server: its project's, or
+// any with admin.
 func visible(r *http.Request, sv *server) bool {
-	if r.URL.Query().Get("all_tenants") != "" {
-		return true
+	return sv.ProjectID == projectOf(r) || isAdmin(r)
+}
+
+// allTenants reads Nova's all_tenants: only admin may ask for it.
+func allTenants(r *http.Request, detail bool) (bool, error) {
+	all, err := queryBool(r.URL.Query(), "all_tenants")
+	if err != nil {
+		return false, apiErr(http.StatusBadRequest, "", "Invalid input received: %v", err)
 	}
-	t := tokenFrom(r)
-	return t != nil && t.Project != nil && t.Project.ID == sv.ProjectID
+	if all && !isAdmin(r) {
+		policy := "servers:index:get_all_tenants"
+		if detail {
+			policy = "servers:detail:get_all_tenants"
+		}
+		return false, forbidden(ServiceCompute, policy)
+	}
+	return all, nil
 }
 
 func (s *Sim) listServers(detail bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		allTenants, err := allTenants(r, detail)
+		if err != nil {
+			writeErr(w, ServiceCompute, err)
+			return
+		}
 		limit := novaMaxLimit
 		if l := q.Get("limit"); l != "" {
 			n, err := strconv.Atoi(l)
@@ -90,7 +108,6 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 			limit = min(n, novaMaxLimit)
 		}
 		var nameRE, ipRE *regexp.Regexp
-		var err error
 		if n := q.Get("name"); n != "" {
 			if nameRE, err = regexp.Compile(n); err != nil {
 				novaError(w, http.StatusBadRequest, "Invalid input for query parameters name: %v", err)
@@ -136,7 +153,6 @@ func (s *Sim) listServers(detail bool) http.HandlerFunc {
 		if detail || ipRE != nil {
 			fips = st.fipIndex()
 		}
-		allTenants := q.Get("all_tenants") != ""
 		tokProject := projectOf(r)
 		flavorID := q.Get("flavor")
 		az := q.Get("availability_zone")
@@ -188,59 +204,26 @@ func matchesIP(addrs []Address, re *regexp.Regexp) bool {
 	return false
 }
 
-// serverFor returns a visible server or writes Nova's 404.
-func (s *Sim) serverFor(w http.ResponseWriter, r *http.Request) *server {
-	id := r.PathValue("id")
-	sv, ok := s.state.servers.get(id)
-	if !ok || !visible(r, sv) && !sameProject(r, sv) {
-		novaError(w, http.StatusNotFound, "Instance %s could not be found.", id)
-		return nil
-	}
-	return sv
+// serverRes is Nova's servers for the kit: a project's own, any with admin.
+var serverRes = &resource[server]{service: ServiceCompute, one: "server", many: "servers", action: "server",
+	store: func(st *state) *coll[server] { return st.servers }, owner: func(sv *server) string { return sv.ProjectID },
+	notFound: func(id string) error { return apiErr(http.StatusNotFound, "", "Instance %s could not be found.", id) }}
+
+func (s *Sim) getServer(w http.ResponseWriter, r *http.Request, _ *state, sv *server) {
+	writeJSON(w, http.StatusOK, map[string]any{"server": s.serverView(sv, baseURL(r), mvOf(r), nil)})
 }
 
-func sameProject(r *http.Request, sv *server) bool {
-	t := tokenFrom(r)
-	return t != nil && t.Project != nil && t.Project.ID == sv.ProjectID
+func (s *Sim) serverMetadata(w http.ResponseWriter, _ *http.Request, _ *state, sv *server) {
+	writeJSON(w, http.StatusOK, map[string]any{"metadata": sv.Metadata})
 }
 
-func (s *Sim) getServer(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if sv := s.serverFor(w, r); sv != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"server": s.serverView(sv, baseURL(r), mvOf(r), nil)})
-	}
+func (s *Sim) novaDeleteServer(w http.ResponseWriter, _ *http.Request, st *state, sv *server) {
+	_ = st.deleteServer(sv.ID)
+	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Sim) serverMetadata(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if sv := s.serverFor(w, r); sv != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"metadata": sv.Metadata})
-	}
-}
-
-func (s *Sim) novaDeleteServer(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sv := s.serverFor(w, r); sv != nil {
-		_ = s.state.deleteServer(sv.ID)
-		w.WriteHeader(http.StatusNoContent)
-	}
-}
-
-func (s *Sim) serverAction(w http.ResponseWriter, r *http.Request) {
-	var body map[string]any
-	if err := decodeBody(r, &body); err != nil {
-		novaError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
+func (s *Sim) serverAction(w http.ResponseWriter, _ *http.Request, _ *state, sv *server, b *map[string]any) {
+	body := *b
 	vm, _ := vmState(sv.Status)
 	conflict := func(action string) {
 		novaError(w, http.StatusConflict, "Cannot '%s' instance %s while it is in vm_state %s", action, sv.ID, vm)
@@ -286,6 +269,7 @@ type novaCreateReq struct {
 	Server struct {
 		Name      string            `json:"name"`
 		FlavorRef string            `json:"flavorRef"`
+		ImageRef  string            `json:"imageRef"`
 		AZ        string            `json:"availability_zone"`
 		Metadata  map[string]string `json:"metadata"`
 		KeyName   string            `json:"key_name"`
@@ -303,7 +287,7 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := tokenFrom(r)
-	sp := ServerSpec{Name: req.Server.Name, Flavor: req.Server.FlavorRef, AZ: req.Server.AZ, Metadata: req.Server.Metadata,
+	sp := ServerSpec{Name: req.Server.Name, Flavor: req.Server.FlavorRef, Image: req.Server.ImageRef, AZ: req.Server.AZ, Metadata: req.Server.Metadata,
 		KeyName: req.Server.KeyName, UserData: req.Server.UserData, AccessIPv4: req.Server.AccessV4,
 		AccessIPv6: req.Server.AccessV6, Status: "BUILD"}
 	if t.Project != nil {
@@ -318,6 +302,14 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
+	for _, nic := range sp.NICs {
+		// Nova boots only on networks the project may use.
+		if n := s.state.networkRef(nic.Network); n != nil && !canRead(r, n.ProjectID) && !n.Shared {
+			s.mu.Unlock()
+			novaError(w, http.StatusBadRequest, "Network %s could not be found.", nic.Network)
+			return
+		}
+	}
 	if err := s.checkSpecLocked(sp); err != nil {
 		s.mu.Unlock()
 		novaError(w, http.StatusBadRequest, "%v", err)
@@ -326,7 +318,11 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request) {
 	sv, err := s.state.createServer(sp)
 	s.mu.Unlock()
 	if err != nil {
-		novaError(w, statusFor(err), "%v", err)
+		code := statusFor(err)
+		if code == http.StatusNotFound {
+			code = http.StatusBadRequest // Nova: a missing image or flavor is a bad request
+		}
+		novaError(w, code, "%v", err)
 		return
 	}
 	id := sv.ID
@@ -360,28 +356,16 @@ func statusFor(err error) int {
 	}
 }
 
-func (s *Sim) listInterfaces(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
+func (s *Sim) listInterfaces(w http.ResponseWriter, _ *http.Request, st *state, sv *server) {
 	out := []any{}
-	for _, p := range s.state.serverPorts(sv) {
+	for _, p := range st.serverPorts(sv) {
 		out = append(out, s.interfaceView(p))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachments": out})
 }
 
-func (s *Sim) getInterface(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
-	for _, p := range s.state.serverPorts(sv) {
+func (s *Sim) getInterface(w http.ResponseWriter, r *http.Request, st *state, sv *server) {
+	for _, p := range st.serverPorts(sv) {
 		if p.ID == r.PathValue("port") {
 			writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": s.interfaceView(p)})
 			return
@@ -390,31 +374,21 @@ func (s *Sim) getInterface(w http.ResponseWriter, r *http.Request) {
 	novaError(w, http.StatusNotFound, "Instance %s is not attached.", sv.ID)
 }
 
-func (s *Sim) attachInterface(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		A struct {
-			NetID    string `json:"net_id"`
-			PortID   string `json:"port_id"`
-			FixedIPs []struct {
-				IP string `json:"ip_address"`
-			} `json:"fixed_ips"`
-		} `json:"interfaceAttachment"`
-	}
-	if err := decodeBody(r, &req); err != nil {
-		novaError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
-	st := s.state
+type attachReq struct {
+	A struct {
+		NetID    string `json:"net_id"`
+		PortID   string `json:"port_id"`
+		FixedIPs []struct {
+			IP string `json:"ip_address"`
+		} `json:"fixed_ips"`
+	} `json:"interfaceAttachment"`
+}
+
+func (s *Sim) attachInterface(w http.ResponseWriter, r *http.Request, st *state, sv *server, req *attachReq) {
 	var p *port
 	if req.A.PortID != "" {
 		pp, ok := st.ports.get(req.A.PortID)
-		if !ok {
+		if !ok || !canWrite(r, pp.ProjectID) {
 			novaError(w, http.StatusNotFound, "Port %s could not be found.", req.A.PortID)
 			return
 		}
@@ -441,16 +415,10 @@ func (s *Sim) attachInterface(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": s.interfaceView(p)})
 }
 
-func (s *Sim) detachInterface(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
-	for _, p := range s.state.serverPorts(sv) {
+func (s *Sim) detachInterface(w http.ResponseWriter, r *http.Request, st *state, sv *server) {
+	for _, p := range st.serverPorts(sv) {
 		if p.ID == r.PathValue("port") {
-			s.state.deletePort(p.ID)
+			st.deletePort(p.ID)
 			sv.Updated = time.Now().UTC()
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -471,15 +439,32 @@ func (s *Sim) listFlavors(detail bool) http.HandlerFunc {
 	}
 }
 
-func (s *Sim) getFlavor(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	fl, ok := s.state.flavors.get(r.PathValue("id"))
-	if !ok {
-		novaError(w, http.StatusNotFound, "Flavor %s could not be found.", r.PathValue("id"))
+// flavorRes is Nova's flavors for the kit: public, owned by no project.
+var flavorRes = &resource[flavor]{service: ServiceCompute, one: "flavor", many: "flavors", action: "flavor",
+	store: func(st *state) *coll[flavor] { return st.flavors }, owner: func(*flavor) string { return "" },
+	notFound: func(id string) error { return apiErr(http.StatusNotFound, "", "Flavor %s could not be found.", id) }}
+
+func (s *Sim) getFlavor(w http.ResponseWriter, r *http.Request, _ *state, fl *flavor) {
+	writeJSON(w, http.StatusOK, map[string]any{"flavor": s.flavorView(fl, baseURL(r), mvOf(r), true)})
+}
+
+// flavorExtraSpecs answers os-extra_specs: all of a flavor's, or one key.
+func (s *Sim) flavorExtraSpecs(w http.ResponseWriter, r *http.Request, _ *state, fl *flavor) {
+	specs := maps.Clone(fl.ExtraSpecs)
+	if specs == nil {
+		specs = map[string]string{}
+	}
+	key := r.PathValue("key")
+	if key == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"extra_specs": specs})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"flavor": s.flavorView(fl, baseURL(r), mvOf(r), true)})
+	v, ok := specs[key]
+	if !ok {
+		novaError(w, http.StatusNotFound, "Flavor %s has no extra specs with key %s.", fl.ID, key)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: v})
 }
 
 func (s *Sim) listAZs(w http.ResponseWriter, r *http.Request) {

@@ -9,15 +9,9 @@ import (
 // Nova's smaller server sub-resources: addresses by network (/ips) and
 // metadata updates, which tests use to change what the CCM reads.
 
-func (s *Sim) serverIPs(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sv := s.serverFor(w, r)
-	if sv == nil {
-		return
-	}
+func (s *Sim) serverIPs(w http.ResponseWriter, r *http.Request, st *state, sv *server) {
 	byNet := map[string][]any{}
-	for _, a := range s.state.addresses(sv, nil) {
+	for _, a := range st.addresses(sv, nil) {
 		byNet[a.Network] = append(byNet[a.Network], map[string]any{"addr": a.IP, "version": a.Version})
 	}
 	if n := r.PathValue("network"); n != "" {
@@ -32,19 +26,14 @@ func (s *Sim) serverIPs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"addresses": byNet})
 }
 
-func (s *Sim) setServerMetadata(reset bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Metadata map[string]string `json:"metadata"`
-		}
-		if err := decodeBody(r, &body); err != nil || body.Metadata == nil {
+type metadataReq struct {
+	Metadata map[string]string `json:"metadata"`
+}
+
+func (s *Sim) setServerMetadata(reset bool) func(http.ResponseWriter, *http.Request, *state, *server, *metadataReq) {
+	return func(w http.ResponseWriter, _ *http.Request, _ *state, sv *server, body *metadataReq) {
+		if body.Metadata == nil {
 			novaError(w, http.StatusBadRequest, "Invalid input for field/attribute metadata.")
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		sv := s.serverFor(w, r)
-		if sv == nil {
 			return
 		}
 		md := maps.Clone(sv.Metadata)

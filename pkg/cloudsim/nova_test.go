@@ -181,7 +181,7 @@ func TestNovaCreateAndMetadata(t *testing.T) {
 	privateID := sim.state.networkRef("private").ID
 	sim.mu.RUnlock()
 
-	created, err := servers.Create(ctx, compute, servers.CreateOpts{Name: "api-vm", FlavorRef: "2", ImageRef: "any",
+	created, err := servers.Create(ctx, compute, servers.CreateOpts{Name: "api-vm", FlavorRef: "2", ImageRef: "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001",
 		Networks: []servers.Network{{UUID: privateID, FixedIP: "10.0.0.200"}}, Metadata: map[string]string{"a": "1"}}, nil).Extract()
 	if err != nil {
 		t.Fatal(err)

@@ -20,18 +20,20 @@ func (m microversion) atLeast(minor int) bool {
 
 // novaMicroversion reads X-OpenStack-Nova-API-Version or OpenStack-API-Version
 // ("compute 2.47"); no header means 2.1, "latest" the maximum.
-func novaMicroversion(r *http.Request) (microversion, bool) {
-	v := r.Header.Get("X-OpenStack-Nova-API-Version")
-	if v == "" {
-		if h := r.Header.Get("OpenStack-API-Version"); h != "" {
-			f := strings.Fields(h)
-			if len(f) == 2 && strings.EqualFold(f[0], "compute") {
-				v = f[1]
-			}
+func novaMicroversion(r *http.Request) (microversion, error) {
+	// The standard header wins over Nova's legacy one, as in
+	// microversion-parse; it may name several services.
+	v := ""
+	for _, part := range strings.Split(r.Header.Get("OpenStack-API-Version"), ",") {
+		if f := strings.Fields(part); len(f) == 2 && strings.EqualFold(f[0], "compute") {
+			v = f[1]
 		}
 	}
 	if v == "" {
-		return microversion{2, 1}, true
+		v = strings.TrimSpace(r.Header.Get("X-OpenStack-Nova-API-Version"))
+	}
+	if v == "" {
+		return microversion{2, 1}, nil
 	}
 	if strings.EqualFold(v, "latest") {
 		v = novaMaxMicroversion
@@ -39,15 +41,15 @@ func novaMicroversion(r *http.Request) (microversion, bool) {
 	maj, min, ok := strings.Cut(v, ".")
 	a, err1 := strconv.Atoi(maj)
 	b, err2 := strconv.Atoi(min)
-	if !ok || err1 != nil || err2 != nil {
-		return microversion{}, false
+	if !ok || err1 != nil || err2 != nil || a < 0 || b < 0 {
+		return microversion{2, 1}, apiErr(http.StatusBadRequest, "", "API Version String %s is of invalid format. Must be of format MajorNum.MinorNum.", v)
 	}
 	mv := microversion{a, b}
 	maxMinor, _ := strconv.Atoi(strings.TrimPrefix(novaMaxMicroversion, "2."))
 	if a != 2 || b < 1 || b > maxMinor {
-		return mv, false
+		return mv, apiErr(http.StatusNotAcceptable, "", "Version %d.%d is not supported by the API. Minimum is 2.1 and maximum is %s.", a, b, novaMaxMicroversion)
 	}
-	return mv, true
+	return mv, nil
 }
 
 func vmState(status string) (vm string, power int) {
@@ -91,7 +93,7 @@ type serverJSON struct {
 	AccessIPv6     string                     `json:"accessIPv6"`
 	Links          []map[string]any           `json:"links"`
 	Progress       int                        `json:"progress"`
-	Image          map[string]any             `json:"image"`
+	Image          any                        `json:"image"`
 	Flavor         map[string]any             `json:"flavor"`
 	DiskConfig     string                     `json:"OS-DCF:diskConfig"`
 	AZ             string                     `json:"OS-EXT-AZ:availability_zone"`
@@ -119,8 +121,6 @@ type serverAddress struct {
 	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
 }
 
-const imageID = "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001"
-
 // serverView renders one server in Nova's detail form.
 func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[string][]*floatingIP) *serverJSON {
 	st := s.state
@@ -134,10 +134,13 @@ func (s *Sim) serverView(sv *server, base string, mv microversion, fips map[stri
 		Metadata: maps.Clone(sv.Metadata), HostID: sv.HostID, Created: fmtTime(sv.Created, isoSeconds),
 		Updated: fmtTime(sv.Updated, isoSeconds), Addresses: addrs, AccessIPv4: sv.AccessIPv4, AccessIPv6: sv.AccessIPv6,
 		Links:  s.serverLinks(base, sv.ID),
-		Image:  map[string]any{"id": imageID, "links": []any{link(base+computePrefix+"/images/"+imageID, "bookmark")}},
+		Image:  "", // booted from a volume
 		Flavor: s.serverFlavor(sv.FlavorID, base, mv), DiskConfig: "MANUAL", AZ: sv.AZ, VMState: vm, PowerState: power,
 		Host: "cloudsim-" + sv.AZ, Hypervisor: "cloudsim-" + sv.AZ, InstanceName: "instance-" + sv.ID[:8],
 		Volumes: []string{}, SecurityGroups: []map[string]string{{"name": "default"}},
+	}
+	if sv.ImageID != "" {
+		v.Image = map[string]any{"id": sv.ImageID, "links": []any{link(base+computePrefix+"/images/"+sv.ImageID, "bookmark")}}
 	}
 	if !sv.Launched.IsZero() {
 		l := fmtTime(sv.Launched, isoMicros)

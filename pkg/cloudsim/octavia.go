@@ -2,9 +2,7 @@ package cloudsim
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 )
 
 // Octavia (load-balancer v2): load balancers and the fully populated
@@ -14,21 +12,18 @@ import (
 func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {
 	for _, ver := range []string{"/v2", "/v2.0"} {
 		p := lbPrefix + ver
-		h := func(pattern, name string, fn http.HandlerFunc) {
-			method, path, _ := strings.Cut(pattern, " ")
-			s.handle(mux, method+" "+p+path, op{service: ServiceLoadBalancer, name: name}, fn)
-		}
+		h := s.serviceRoutes(mux, ServiceLoadBalancer, p, nil)
 		s.handle(mux, "GET "+p+"/{$}", op{service: ServiceLoadBalancer, name: "version", anonymous: true}, func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"version": map[string]any{"id": octaviaMaxVersion, "status": "CURRENT",
 				"updated": "2023-02-01T00:00:00Z", "links": []any{link(baseURL(r)+lbPrefix+"/v2/", "self")}}})
 		})
-		h("GET /lbaas/loadbalancers", "loadbalancers.list", s.listLBs)
+		h("GET /lbaas/loadbalancers", "loadbalancers.list", lbRes.list(s, nil))
 		h("POST /lbaas/loadbalancers", "loadbalancers.create", s.createLB)
-		h("GET /lbaas/loadbalancers/{id}", "loadbalancers.get", s.getLB)
-		h("PUT /lbaas/loadbalancers/{id}", "loadbalancers.update", s.updateLB)
-		h("DELETE /lbaas/loadbalancers/{id}", "loadbalancers.delete", s.deleteLB)
-		h("GET /lbaas/loadbalancers/{id}/status", "loadbalancers.status", s.lbStatusTree)
-		h("GET /lbaas/loadbalancers/{id}/stats", "loadbalancers.stats", s.lbStats)
+		h("GET /lbaas/loadbalancers/{id}", "loadbalancers.get", lbRes.show(s))
+		h("PUT /lbaas/loadbalancers/{id}", "loadbalancers.update", withBody(s, lbRes, "update", s.updateLB))
+		h("DELETE /lbaas/loadbalancers/{id}", "loadbalancers.delete", lbRes.with(s, "delete", s.deleteLB))
+		h("GET /lbaas/loadbalancers/{id}/status", "loadbalancers.status", lbRes.with(s, "", s.lbStatusTree))
+		h("GET /lbaas/loadbalancers/{id}/stats", "loadbalancers.stats", lbRes.with(s, "", s.lbStats))
 		h("GET /lbaas/providers", "providers.list", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"providers": []any{
 				map[string]any{"name": "amphora", "description": "The Octavia Amphora driver (simulated)."},
@@ -45,26 +40,9 @@ func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {
 	}
 }
 
-// octErr is an Octavia API error: status and faultstring.
-type octErr struct {
-	code int
-	msg  string
-}
+func octFail(code int, format string, args ...any) error { return apiErr(code, "", format, args...) }
 
-func (e *octErr) Error() string { return e.msg }
-
-func octFail(code int, format string, args ...any) error {
-	return &octErr{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-func writeOctErr(w http.ResponseWriter, err error) {
-	var oe *octErr
-	if errors.As(err, &oe) {
-		octaviaError(w, oe.code, "%s", oe.msg)
-		return
-	}
-	octaviaError(w, statusFor(err), "%v", err)
-}
+func writeOctErr(w http.ResponseWriter, err error) { writeErr(w, ServiceLoadBalancer, err) }
 
 type lbReq struct {
 	LB struct {
@@ -77,7 +55,7 @@ type lbReq struct {
 		Provider     string        `json:"provider"`
 		FlavorID     string        `json:"flavor_id"`
 		AZ           string        `json:"availability_zone"`
-		AdminStateUp *bool         `json:"admin_state_up"`
+		AdminStateUp *flexBool     `json:"admin_state_up"`
 		Tags         []string      `json:"tags"`
 		Listeners    []listenerReq `json:"listeners"`
 		Pools        []poolReq     `json:"pools"`
@@ -89,28 +67,6 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func (s *Sim) listLBs(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	var items []map[string]any
-	for _, lb := range s.state.lb.lbs.all() {
-		if visibleTo(r, lb.ProjectID) {
-			items = append(items, s.lbView(lb))
-		}
-	}
-	s.mu.RUnlock()
-	writeNeutronList(w, r, "loadbalancers", items)
-}
-
-// lbFor finds a visible LB or writes a 404.
-func (s *Sim) lbFor(w http.ResponseWriter, r *http.Request, id string) *lbObj {
-	lb, ok := s.state.lb.lbs.get(id)
-	if !ok || !visibleTo(r, lb.ProjectID) {
-		octaviaError(w, http.StatusNotFound, "Load Balancer %s not found.", id)
-		return nil
-	}
-	return lb
 }
 
 // mutableLB returns the LB if it may be changed now, else a 409 error as
@@ -126,20 +82,8 @@ func (s *Sim) mutableLB(id string) (*lbObj, error) {
 	return lb, nil
 }
 
-func (s *Sim) getLB(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": s.lbView(lb)})
-	}
-}
-
-func (s *Sim) lbStatusTree(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
-		writeJSON(w, http.StatusOK, s.statusTree(lb))
-	}
+func (s *Sim) lbStatusTree(w http.ResponseWriter, _ *http.Request, _ *state, lb *lbObj) {
+	writeJSON(w, http.StatusOK, s.statusTree(lb))
 }
 
 func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
@@ -209,32 +153,15 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": view})
 }
 
-func (s *Sim) updateLB(w http.ResponseWriter, r *http.Request) {
-	var req lbReq
-	if err := decodeBody(r, &req); err != nil {
-		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer. %v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lbFor(w, r, r.PathValue("id")) == nil {
-		return
-	}
-	lb, err := s.mutableLB(r.PathValue("id"))
-	if err != nil {
+func (s *Sim) updateLB(w http.ResponseWriter, _ *http.Request, _ *state, lb *lbObj, req *lbReq) {
+	if _, err := s.mutableLB(lb.ID); err != nil {
 		writeOctErr(w, err)
 		return
 	}
 	b := req.LB
-	if b.Name != nil {
-		lb.Name = *b.Name
-	}
-	if b.Description != nil {
-		lb.Description = *b.Description
-	}
-	if b.AdminStateUp != nil {
-		lb.AdminUp = *b.AdminStateUp
-	}
+	setIf(&lb.Name, b.Name)
+	setIf(&lb.Description, b.Description)
+	setBool(&lb.AdminUp, b.AdminStateUp)
 	if b.Tags != nil {
 		lb.Tags = b.Tags
 	}
@@ -243,12 +170,10 @@ func (s *Sim) updateLB(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": s.lbView(lb)})
 }
 
-func (s *Sim) deleteLB(w http.ResponseWriter, r *http.Request) {
-	cascade := r.URL.Query().Get("cascade") == "true"
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lb := s.lbFor(w, r, r.PathValue("id"))
-	if lb == nil {
+func (s *Sim) deleteLB(w http.ResponseWriter, r *http.Request, _ *state, lb *lbObj) {
+	cascade, err := queryBool(r.URL.Query(), "cascade")
+	if err != nil {
+		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute cascade. %v", err)
 		return
 	}
 	if lb.Prov != provActive && lb.Prov != provError {
@@ -269,11 +194,7 @@ func (s *Sim) deleteLB(w http.ResponseWriter, r *http.Request) {
 }
 
 // lbStats answers with zero traffic: the simulator carries none.
-func (s *Sim) lbStats(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if lb := s.lbFor(w, r, r.PathValue("id")); lb != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"stats": map[string]any{"active_connections": 0, "bytes_in": 0,
-			"bytes_out": 0, "request_errors": 0, "total_connections": 0}})
-	}
+func (s *Sim) lbStats(w http.ResponseWriter, _ *http.Request, _ *state, _ *lbObj) {
+	writeJSON(w, http.StatusOK, map[string]any{"stats": map[string]any{"active_connections": 0, "bytes_in": 0,
+		"bytes_out": 0, "request_errors": 0, "total_connections": 0}})
 }

@@ -18,7 +18,7 @@ type listenerReq struct {
 	DefaultPoolID  *string           `json:"default_pool_id"`
 	DefaultPool    *poolReq          `json:"default_pool"`
 	ConnLimit      *int              `json:"connection_limit"`
-	AdminStateUp   *bool             `json:"admin_state_up"`
+	AdminStateUp   *flexBool         `json:"admin_state_up"`
 	Tags           []string          `json:"tags"`
 	AllowedCIDRs   []string          `json:"allowed_cidrs"`
 	InsertHeaders  map[string]string `json:"insert_headers"`
@@ -36,40 +36,40 @@ type poolReq struct {
 	LoadbalancerID string          `json:"loadbalancer_id"`
 	ListenerID     string          `json:"listener_id"`
 	Persistence    *map[string]any `json:"session_persistence"`
-	AdminStateUp   *bool           `json:"admin_state_up"`
+	AdminStateUp   *flexBool       `json:"admin_state_up"`
 	Tags           []string        `json:"tags"`
 	Members        []memberReq     `json:"members"`
 	Monitor        *monitorReq     `json:"healthmonitor"`
 }
 
 type memberReq struct {
-	Name           *string  `json:"name"`
-	Address        string   `json:"address"`
-	ProtocolPort   int      `json:"protocol_port"`
-	Weight         *int     `json:"weight"`
-	SubnetID       string   `json:"subnet_id"`
-	AdminStateUp   *bool    `json:"admin_state_up"`
-	Backup         *bool    `json:"backup"`
-	MonitorAddress *string  `json:"monitor_address"`
-	MonitorPort    *int     `json:"monitor_port"`
-	Tags           []string `json:"tags"`
+	Name           *string   `json:"name"`
+	Address        string    `json:"address"`
+	ProtocolPort   int       `json:"protocol_port"`
+	Weight         *int      `json:"weight"`
+	SubnetID       string    `json:"subnet_id"`
+	AdminStateUp   *flexBool `json:"admin_state_up"`
+	Backup         *flexBool `json:"backup"`
+	MonitorAddress *string   `json:"monitor_address"`
+	MonitorPort    *int      `json:"monitor_port"`
+	Tags           []string  `json:"tags"`
 }
 
 type monitorReq struct {
-	Name           *string  `json:"name"`
-	PoolID         string   `json:"pool_id"`
-	Type           string   `json:"type"`
-	Delay          *int     `json:"delay"`
-	Timeout        *int     `json:"timeout"`
-	MaxRetries     *int     `json:"max_retries"`
-	MaxRetriesDown *int     `json:"max_retries_down"`
-	HTTPMethod     *string  `json:"http_method"`
-	URLPath        *string  `json:"url_path"`
-	ExpectedCodes  *string  `json:"expected_codes"`
-	HTTPVersion    *float64 `json:"http_version"`
-	DomainName     *string  `json:"domain_name"`
-	AdminStateUp   *bool    `json:"admin_state_up"`
-	Tags           []string `json:"tags"`
+	Name           *string   `json:"name"`
+	PoolID         string    `json:"pool_id"`
+	Type           string    `json:"type"`
+	Delay          *int      `json:"delay"`
+	Timeout        *int      `json:"timeout"`
+	MaxRetries     *int      `json:"max_retries"`
+	MaxRetriesDown *int      `json:"max_retries_down"`
+	HTTPMethod     *string   `json:"http_method"`
+	URLPath        *string   `json:"url_path"`
+	ExpectedCodes  *string   `json:"expected_codes"`
+	HTTPVersion    *float64  `json:"http_version"`
+	DomainName     *string   `json:"domain_name"`
+	AdminStateUp   *flexBool `json:"admin_state_up"`
+	Tags           []string  `json:"tags"`
 }
 
 func intOr(p *int, d int) int {
@@ -187,9 +187,7 @@ func (s *Sim) newMember(p *poolObj, b memberReq) (*memberObj, error) {
 	m := &memberObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Address: b.Address, Port: b.ProtocolPort, Weight: intOr(b.Weight, 1), SubnetID: b.SubnetID,
 		MonitorAddress: b.MonitorAddress, MonitorPort: b.MonitorPort}
-	if b.Backup != nil {
-		m.Backup = *b.Backup
-	}
+	setBool(&m.Backup, b.Backup)
 	o.members.add(m.ID, m)
 	return m, nil
 }
@@ -225,19 +223,19 @@ func (s *Sim) newMonitor(p *poolObj, b monitorReq) (*monitorObj, error) {
 	return m, nil
 }
 
-func (s *Sim) routesLBChildren(h func(pattern, name string, fn http.HandlerFunc)) {
-	h("GET /lbaas/listeners", "listeners.list", s.listChildren("listeners"))
-	h("GET /lbaas/pools", "pools.list", s.listChildren("pools"))
-	h("GET /lbaas/healthmonitors", "healthmonitors.list", s.listChildren("healthmonitors"))
-	h("GET /lbaas/pools/{pool}/members", "members.list", s.listChildren("members"))
-	h("GET /lbaas/listeners/{id}", "listeners.get", s.getChild("listener"))
-	h("GET /lbaas/pools/{id}", "pools.get", s.getChild("pool"))
-	h("GET /lbaas/healthmonitors/{id}", "healthmonitors.get", s.getChild("healthmonitor"))
+func (s *Sim) routesLBChildren(h routeFunc) {
+	h("GET /lbaas/listeners", "listeners.list", listenerRes.list(s, ofLB(listenerRes.store)))
+	h("GET /lbaas/pools", "pools.list", poolRes.list(s, ofLB(poolRes.store)))
+	h("GET /lbaas/healthmonitors", "healthmonitors.list", monitorRes.list(s, ofLB(monitorRes.store)))
+	h("GET /lbaas/pools/{pool}/members", "members.list", memberRes.list(s, membersOfPool))
+	h("GET /lbaas/listeners/{id}", "listeners.get", listenerRes.show(s))
+	h("GET /lbaas/pools/{id}", "pools.get", poolRes.show(s))
+	h("GET /lbaas/healthmonitors/{id}", "healthmonitors.get", monitorRes.show(s))
 	h("GET /lbaas/pools/{pool}/members/{id}", "members.get", s.getChild("member"))
-	h("POST /lbaas/listeners", "listeners.create", s.createListener)
-	h("POST /lbaas/pools", "pools.create", s.createPool)
-	h("POST /lbaas/healthmonitors", "healthmonitors.create", s.createMonitor)
-	h("POST /lbaas/pools/{pool}/members", "members.create", s.createMember)
+	h("POST /lbaas/listeners", "listeners.create", s.createListener())
+	h("POST /lbaas/pools", "pools.create", s.createPool())
+	h("POST /lbaas/healthmonitors", "healthmonitors.create", s.createMonitor())
+	h("POST /lbaas/pools/{pool}/members", "members.create", s.createMember())
 	h("PUT /lbaas/pools/{pool}/members", "members.batch_update", s.batchMembers)
 	h("PUT /lbaas/listeners/{id}", "listeners.update", s.updateChild("listener"))
 	h("PUT /lbaas/pools/{id}", "pools.update", s.updateChild("pool"))
@@ -283,58 +281,12 @@ func octName(kind string) string {
 	return map[string]string{"listener": "Listener", "pool": "Pool", "member": "Member", "healthmonitor": "Health Monitor"}[kind]
 }
 
-func (s *Sim) listChildren(collection string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		lbID := q.Get("loadbalancer_id")
-		s.mu.RLock()
-		o := s.state.lb
-		var items []map[string]any
-		keep := func(x *lbStatus) bool {
-			return visibleTo(r, x.ProjectID) && (lbID == "" || x.LBID == lbID)
-		}
-		switch collection {
-		case "listeners":
-			for _, x := range o.listeners.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.listenerView(x))
-				}
-			}
-		case "pools":
-			for _, x := range o.pools.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.poolView(x))
-				}
-			}
-		case "healthmonitors":
-			for _, x := range o.monitors.all() {
-				if keep(&x.lbStatus) {
-					items = append(items, s.monitorView(x))
-				}
-			}
-		case "members":
-			if _, ok := o.pools.get(r.PathValue("pool")); !ok {
-				s.mu.RUnlock()
-				octaviaError(w, http.StatusNotFound, "Pool %s not found.", r.PathValue("pool"))
-				return
-			}
-			for _, x := range o.members.all() {
-				if x.PoolID == r.PathValue("pool") && keep(&x.lbStatus) {
-					items = append(items, s.memberView(x))
-				}
-			}
-		}
-		s.mu.RUnlock()
-		writeNeutronList(w, r, collection, items)
-	}
-}
-
 func (s *Sim) getChild(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		st, view, _ := s.child(kind, r.PathValue("id"), r.PathValue("pool"))
-		if st == nil || !visibleTo(r, st.ProjectID) {
+		if st == nil || !canRead(r, st.ProjectID) {
 			octaviaError(w, http.StatusNotFound, "%s %s not found.", octName(kind), r.PathValue("id"))
 			return
 		}
@@ -365,58 +317,54 @@ func (s *Sim) commit(lb *lbObj, parents []*lbStatus) {
 	s.scheduleSettle(lb.ID)
 }
 
-func (s *Sim) createListener(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		L listenerReq `json:"listener"`
+// createChild answers POST of an Octavia child: the body {rs.one: B}; lock
+// takes the load balancer's lock (409 while it is PENDING_*) and names the
+// parents that go PENDING_UPDATE with it; create makes the object.
+func createChild[T, B any](s *Sim, rs *resource[T], lock func(r *http.Request, st *state, b *B) (*lbObj, []*lbStatus, error),
+	create func(st *state, lb *lbObj, parents []*lbStatus, b *B) (*T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var raw map[string]jsonRaw
+		var b B
+		if err := decodeBody(r, &raw); err != nil || raw[rs.one] == nil || unmarshal(raw[rs.one], &b) != nil {
+			octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute %s.", rs.one)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		lb, parents, err := lock(r, s.state, &b)
+		var x *T
+		if err == nil {
+			x, err = create(s.state, lb, parents, &b)
+		}
+		if err != nil {
+			writeOctErr(w, err)
+			return
+		}
+		s.commit(lb, parents)
+		writeJSON(w, http.StatusCreated, map[string]any{rs.one: rs.view(s, x)})
 	}
-	if err := decodeBody(r, &req); err != nil {
-		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute listener. %v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lb, err := s.lockFor(req.L.LoadbalancerID)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	l, err := s.newListener(lb, req.L)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	s.commit(lb, nil)
-	writeJSON(w, http.StatusCreated, map[string]any{"listener": s.listenerView(l)})
 }
 
-func (s *Sim) createPool(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		P poolReq `json:"pool"`
-	}
-	if err := decodeBody(r, &req); err != nil {
-		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute pool. %v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lbID := req.P.LoadbalancerID
-	var parents []*lbStatus
-	if l, ok := s.state.lb.listeners.get(req.P.ListenerID); ok {
-		lbID = l.LBID
-		parents = append(parents, &l.lbStatus)
-	}
-	lb, err := s.lockFor(lbID, parents...)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	p, err := s.newPool(lb, "", req.P)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	s.commit(lb, parents)
-	writeJSON(w, http.StatusCreated, map[string]any{"pool": s.poolView(p)})
+func (s *Sim) createListener() http.HandlerFunc {
+	return createChild(s, listenerRes, func(_ *http.Request, _ *state, b *listenerReq) (*lbObj, []*lbStatus, error) {
+		lb, err := s.lockFor(b.LoadbalancerID)
+		return lb, nil, err
+	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *listenerReq) (*listenerObj, error) {
+		return s.newListener(lb, *b)
+	})
+}
+
+func (s *Sim) createPool() http.HandlerFunc {
+	return createChild(s, poolRes, func(_ *http.Request, st *state, b *poolReq) (*lbObj, []*lbStatus, error) {
+		lbID := b.LoadbalancerID
+		var parents []*lbStatus
+		if l, ok := st.lb.listeners.get(b.ListenerID); ok {
+			lbID = l.LBID
+			parents = append(parents, &l.lbStatus)
+		}
+		lb, err := s.lockFor(lbID, parents...)
+		return lb, parents, err
+	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *poolReq) (*poolObj, error) { return s.newPool(lb, "", *b) })
 }
 
 func (s *Sim) poolLock(poolID string) (*poolObj, *lbObj, error) {
@@ -428,50 +376,28 @@ func (s *Sim) poolLock(poolID string) (*poolObj, *lbObj, error) {
 	return p, lb, err
 }
 
-func (s *Sim) createMember(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		M memberReq `json:"member"`
-	}
-	if err := decodeBody(r, &req); err != nil {
-		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute member. %v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, lb, err := s.poolLock(r.PathValue("pool"))
+// poolParent is the lock of a member or monitor: that of its pool's load
+// balancer, with the pool as the parent.
+func (s *Sim) poolParent(poolID string) (*lbObj, []*lbStatus, error) {
+	p, lb, err := s.poolLock(poolID)
 	if err != nil {
-		writeOctErr(w, err)
-		return
+		return nil, nil, err
 	}
-	m, err := s.newMember(p, req.M)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	s.commit(lb, []*lbStatus{&p.lbStatus})
-	writeJSON(w, http.StatusCreated, map[string]any{"member": s.memberView(m)})
+	return lb, []*lbStatus{&p.lbStatus}, nil
 }
 
-func (s *Sim) createMonitor(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		M monitorReq `json:"healthmonitor"`
-	}
-	if err := decodeBody(r, &req); err != nil {
-		octaviaError(w, http.StatusBadRequest, "Invalid input for field/attribute healthmonitor. %v", err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, lb, err := s.poolLock(req.M.PoolID)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	m, err := s.newMonitor(p, req.M)
-	if err != nil {
-		writeOctErr(w, err)
-		return
-	}
-	s.commit(lb, []*lbStatus{&p.lbStatus})
-	writeJSON(w, http.StatusCreated, map[string]any{"healthmonitor": s.monitorView(m)})
+func (s *Sim) createMember() http.HandlerFunc {
+	return createChild(s, memberRes, func(r *http.Request, _ *state, _ *memberReq) (*lbObj, []*lbStatus, error) {
+		return s.poolParent(r.PathValue("pool"))
+	}, func(st *state, _ *lbObj, parents []*lbStatus, b *memberReq) (*memberObj, error) {
+		return s.newMember(st.lb.pools.byID[parents[0].ID], *b)
+	})
+}
+
+func (s *Sim) createMonitor() http.HandlerFunc {
+	return createChild(s, monitorRes, func(_ *http.Request, _ *state, b *monitorReq) (*lbObj, []*lbStatus, error) {
+		return s.poolParent(b.PoolID)
+	}, func(st *state, _ *lbObj, parents []*lbStatus, b *monitorReq) (*monitorObj, error) {
+		return s.newMonitor(st.lb.pools.byID[parents[0].ID], *b)
+	})
 }

@@ -90,8 +90,8 @@ func newOctaviaState() *octaviaState {
 		members: newColl[memberObj](), monitors: newColl[monitorObj]()}
 }
 
-func newStatus(projectID, lbID, name, desc string, adminUp *bool, tags []string) lbStatus {
-	up := adminUp == nil || *adminUp
+func newStatus(projectID, lbID, name, desc string, adminUp *flexBool, tags []string) lbStatus {
+	up := adminUp == nil || bool(*adminUp)
 	if tags == nil {
 		tags = []string{}
 	}

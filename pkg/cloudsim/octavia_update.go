@@ -18,7 +18,7 @@ func (s *Sim) updateChild(kind string) http.HandlerFunc {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		st, view, parents := s.child(kind, r.PathValue("id"), r.PathValue("pool"))
-		if st == nil || !visibleTo(r, st.ProjectID) {
+		if st == nil || !canWrite(r, st.ProjectID) {
 			octaviaError(w, http.StatusNotFound, "%s %s not found.", octName(kind), r.PathValue("id"))
 			return
 		}
@@ -57,18 +57,10 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 			}
 			l.DefaultPoolID = *b.DefaultPoolID
 		}
-		if b.Name != nil {
-			l.Name = *b.Name
-		}
-		if b.Description != nil {
-			l.Description = *b.Description
-		}
-		if b.AdminStateUp != nil {
-			l.AdminUp = *b.AdminStateUp
-		}
-		if b.ConnLimit != nil {
-			l.ConnLimit = *b.ConnLimit
-		}
+		setIf(&l.Name, b.Name)
+		setIf(&l.Description, b.Description)
+		setBool(&l.AdminUp, b.AdminStateUp)
+		setIf(&l.ConnLimit, b.ConnLimit)
 		if b.AllowedCIDRs != nil {
 			l.AllowedCIDRs = b.AllowedCIDRs
 		}
@@ -95,18 +87,10 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 			}
 			p.Algorithm = *b.LBAlgorithm
 		}
-		if b.Name != nil {
-			p.Name = *b.Name
-		}
-		if b.Description != nil {
-			p.Description = *b.Description
-		}
-		if b.AdminStateUp != nil {
-			p.AdminUp = *b.AdminStateUp
-		}
-		if b.Persistence != nil {
-			p.Persistence = *b.Persistence
-		}
+		setIf(&p.Name, b.Name)
+		setIf(&p.Description, b.Description)
+		setBool(&p.AdminUp, b.AdminStateUp)
+		setIf(&p.Persistence, b.Persistence)
 		if b.Tags != nil {
 			p.Tags = b.Tags
 		}
@@ -138,9 +122,7 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 				*f.dst = *f.src
 			}
 		}
-		if b.AdminStateUp != nil {
-			m.AdminUp = *b.AdminStateUp
-		}
+		setBool(&m.AdminUp, b.AdminStateUp)
 		if b.Tags != nil {
 			m.Tags = b.Tags
 		}
@@ -153,7 +135,7 @@ func (s *Sim) deleteChild(kind string) http.HandlerFunc {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		st, _, parents := s.child(kind, r.PathValue("id"), r.PathValue("pool"))
-		if st == nil || !visibleTo(r, st.ProjectID) || st.Prov == provPendingDelete {
+		if st == nil || !canWrite(r, st.ProjectID) || st.Prov == provPendingDelete {
 			octaviaError(w, http.StatusNotFound, "%s %s not found.", octName(kind), r.PathValue("id"))
 			return
 		}
@@ -236,18 +218,10 @@ func (s *Sim) batchMembers(w http.ResponseWriter, r *http.Request) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func applyMember(m *memberObj, b memberReq) {
-	if b.Name != nil {
-		m.Name = *b.Name
-	}
-	if b.Weight != nil {
-		m.Weight = *b.Weight
-	}
-	if b.AdminStateUp != nil {
-		m.AdminUp = *b.AdminStateUp
-	}
-	if b.Backup != nil {
-		m.Backup = *b.Backup
-	}
+	setIf(&m.Name, b.Name)
+	setIf(&m.Weight, b.Weight)
+	setBool(&m.AdminUp, b.AdminStateUp)
+	setBool(&m.Backup, b.Backup)
 	if b.MonitorAddress != nil {
 		m.MonitorAddress = b.MonitorAddress
 	}

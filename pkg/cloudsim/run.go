@@ -57,8 +57,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { errc <- srv.Serve(ln) }()
 
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "stackward-cloudsim ready auth_url=%s/v3 compute=%s%s/v2.1 network=%s%s load-balancer=%s%s metadata=%s/openstack admin=%s/admin/ metrics=%s/metrics region=%s\n",
-		base, base, computePrefix, base, networkPrefix, base, lbPrefix, base, base, base, sim.region)
+	fmt.Fprintf(out, "stackward-cloudsim ready auth_url=%s/v3 compute=%s%s/v2.1 network=%s%s load-balancer=%s%s image=%s%s metadata=%s/openstack admin=%s/admin/ metrics=%s/metrics region=%s\n",
+		base, base, computePrefix, base, networkPrefix, base, lbPrefix, base, imagePrefix, base, base, base, sim.region)
 	fmt.Fprint(out, ExampleCloudsYAML(seed, base+"/v3", sim.region))
 
 	select {

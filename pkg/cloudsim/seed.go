@@ -20,6 +20,7 @@ type Seed struct {
 	Users                  []SeedUser    `yaml:"users" json:"users,omitempty"`
 	ApplicationCredentials []SeedAppCred `yaml:"applicationCredentials" json:"applicationCredentials,omitempty"`
 	Flavors                []SeedFlavor  `yaml:"flavors" json:"flavors,omitempty"`
+	Images                 []SeedImage   `yaml:"images" json:"images,omitempty"`
 	AvailabilityZones      []string      `yaml:"availabilityZones" json:"availabilityZones,omitempty"`
 	Networks               []SeedNetwork `yaml:"networks" json:"networks,omitempty"`
 	Routers                []SeedRouter  `yaml:"routers" json:"routers,omitempty"`
@@ -37,21 +38,26 @@ type SeedProject struct {
 	Domain string `yaml:"domain" json:"domain,omitempty"`
 }
 
-// SeedUser is a Keystone user with a role on Project (its default project).
+// SeedUser is a Keystone user with Roles on Project (its default project).
+// Roles are admin, member, reader, load-balancer_member or
+// load-balancer_observer; none means member and load-balancer_member.
 type SeedUser struct {
-	Name     string `yaml:"name" json:"name"`
-	ID       string `yaml:"id" json:"id,omitempty"`
-	Domain   string `yaml:"domain" json:"domain,omitempty"`
-	Password string `yaml:"password" json:"password"`
-	Project  string `yaml:"project" json:"project"`
+	Name     string   `yaml:"name" json:"name"`
+	ID       string   `yaml:"id" json:"id,omitempty"`
+	Domain   string   `yaml:"domain" json:"domain,omitempty"`
+	Password string   `yaml:"password" json:"password"`
+	Project  string   `yaml:"project" json:"project"`
+	Roles    []string `yaml:"roles" json:"roles,omitempty"`
 }
 
-// SeedAppCred is an application credential of User, bound to the user's project.
+// SeedAppCred is an application credential of User, bound to the user's
+// project, with Roles (a subset of the user's; none means all of them).
 type SeedAppCred struct {
-	ID     string `yaml:"id" json:"id,omitempty"`
-	Name   string `yaml:"name" json:"name"`
-	Secret string `yaml:"secret" json:"secret"`
-	User   string `yaml:"user" json:"user"`
+	ID     string   `yaml:"id" json:"id,omitempty"`
+	Name   string   `yaml:"name" json:"name"`
+	Secret string   `yaml:"secret" json:"secret"`
+	User   string   `yaml:"user" json:"user"`
+	Roles  []string `yaml:"roles" json:"roles,omitempty"`
 }
 
 // SeedFlavor is a Nova flavor.
@@ -62,6 +68,15 @@ type SeedFlavor struct {
 	RAM        int               `yaml:"ram" json:"ram"` // MiB
 	Disk       int               `yaml:"disk" json:"disk"`
 	ExtraSpecs map[string]string `yaml:"extraSpecs" json:"extraSpecs,omitempty"`
+}
+
+// SeedImage is a Glance image; servers boot from the first one unless
+// they name another. Visibility is public (default) or private to Project.
+type SeedImage struct {
+	ID         string `yaml:"id" json:"id,omitempty"`
+	Name       string `yaml:"name" json:"name"`
+	Project    string `yaml:"project" json:"project,omitempty"`
+	Visibility string `yaml:"visibility" json:"visibility,omitempty"`
 }
 
 // SeedNetwork is a Neutron network with its subnets.
@@ -106,6 +121,7 @@ type ServerSpec struct {
 	ID         string            `yaml:"id" json:"id,omitempty"`
 	Project    string            `yaml:"project" json:"project,omitempty"` // first project when empty
 	Flavor     string            `yaml:"flavor" json:"flavor,omitempty"`   // first flavor when empty
+	Image      string            `yaml:"image" json:"image,omitempty"`     // first image when empty
 	AZ         string            `yaml:"az" json:"az,omitempty"`           // first AZ when empty
 	Status     string            `yaml:"status" json:"status,omitempty"`   // ACTIVE when empty
 	Metadata   map[string]string `yaml:"metadata" json:"metadata,omitempty"`
@@ -126,18 +142,26 @@ type NICSpec struct {
 	FloatingIP      string `yaml:"floatingIP" json:"floatingIP,omitempty"`
 }
 
-// DefaultSeed is a small cloud: project "demo" with user "demo"/"secret" in
-// the Default domain, three flavors, AZ "nova", a private network
+// DefaultSeed is a small cloud: project "demo" with user "demo"/"secret"
+// (member, load-balancer_member), "admin"/"admin-secret" (admin),
+// "viewer"/"viewer-secret" (reader) and "lb-observer"/"observer-secret"
+// (load-balancer_observer) in the Default domain, image "debian-12", three flavors, AZ "nova", a private network
 // 10.0.0.0/24, an external network "public" (203.0.113.0/24) and a router.
 func DefaultSeed() *Seed {
 	return &Seed{
 		Projects: []SeedProject{{Name: "demo"}},
-		Users:    []SeedUser{{Name: "demo", Password: "secret", Project: "demo"}},
+		Users: []SeedUser{
+			{Name: "demo", Password: "secret", Project: "demo"},
+			{Name: "admin", Password: "admin-secret", Project: "demo", Roles: []string{RoleAdmin}},
+			{Name: "viewer", Password: "viewer-secret", Project: "demo", Roles: []string{RoleReader}},
+			{Name: "lb-observer", Password: "observer-secret", Project: "demo", Roles: []string{RoleLBObserver}},
+		},
 		Flavors: []SeedFlavor{
 			{ID: "1", Name: "m1.small", VCPUs: 1, RAM: 2048, Disk: 20},
 			{ID: "2", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
 			{ID: "3", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
 		},
+		Images:            []SeedImage{{ID: "5d0f8f3c-5e1e-4c1a-9b1e-0c0d5a1e0001", Name: "debian-12"}},
 		AvailabilityZones: []string{"nova"},
 		Networks: []SeedNetwork{
 			{Name: "private", Subnets: []SeedSubnet{{Name: "private-subnet", CIDR: "10.0.0.0/24"}}},

@@ -82,7 +82,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal("no ready line")
 	}
 	ready := lines.Text()
-	m := regexp.MustCompile(`^stackward-cloudsim ready auth_url=(\S+) .*network=\S+ load-balancer=\S+ metadata=\S+ admin=\S+`).FindStringSubmatch(ready)
+	m := regexp.MustCompile(`^stackward-cloudsim ready auth_url=(\S+) .*network=\S+ load-balancer=\S+ image=\S+ metadata=\S+ admin=\S+`).FindStringSubmatch(ready)
 	if m == nil {
 		t.Fatalf("ready line = %q", ready)
 	}

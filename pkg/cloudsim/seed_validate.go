@@ -3,10 +3,20 @@ package cloudsim
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
 type seedProblem struct{ field, msg string }
+
+func knownRoles() string {
+	var out []string
+	for r := range roleIDs {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
 
 // validateSeed checks a seed's references and values; field paths match
 // the YAML keys so that LoadSeed can report lines.
@@ -41,6 +51,11 @@ func validateSeed(sd *Seed) []seedProblem {
 		if u.Project != "" && !projects[u.Project] {
 			add(f+".project", "unknown project %q", u.Project)
 		}
+		for j, role := range u.Roles {
+			if _, ok := roleIDs[role]; !ok {
+				add(fmt.Sprintf("%s.roles[%d]", f, j), "unknown role %q (want one of %s)", role, knownRoles())
+			}
+		}
 		users[u.Name] = true
 		if u.ID != "" {
 			users[u.ID] = true
@@ -53,6 +68,11 @@ func validateSeed(sd *Seed) []seedProblem {
 		}
 		if !users[a.User] {
 			add(f+".user", "unknown user %q", a.User)
+		}
+		for j, role := range a.Roles {
+			if _, ok := roleIDs[role]; !ok {
+				add(fmt.Sprintf("%s.roles[%d]", f, j), "unknown role %q (want one of %s)", role, knownRoles())
+			}
 		}
 	}
 	flavors := map[string]bool{}

@@ -40,6 +40,12 @@ func (st *state) createServer(sp ServerSpec) (*server, error) {
 	if fl == nil {
 		return nil, fmt.Errorf("flavor %q: %w", sp.Flavor, ErrNotFound)
 	}
+	var imageID string
+	if im := st.imageRef(sp.Image); im != nil {
+		imageID = im.ID
+	} else if sp.Image != "" {
+		return nil, fmt.Errorf("image %q: %w", sp.Image, ErrNotFound)
+	}
 	az := sp.AZ
 	if az == "" {
 		az = st.azs[0]
@@ -54,7 +60,7 @@ func (st *state) createServer(sp ServerSpec) (*server, error) {
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	sv := &server{ID: sp.ID, Name: sp.Name, ProjectID: pr.ID, FlavorID: fl.ID, AZ: az, Status: status,
+	sv := &server{ID: sp.ID, Name: sp.Name, ProjectID: pr.ID, FlavorID: fl.ID, ImageID: imageID, AZ: az, Status: status,
 		KeyName: sp.KeyName, PublicKey: sp.PublicKey, UserData: sp.UserData,
 		AccessIPv4: sp.AccessIPv4, AccessIPv6: sp.AccessIPv6, Metadata: maps.Clone(sp.Metadata),
 		Created: now, Updated: now}

@@ -23,6 +23,7 @@ const (
 	ServiceNetwork      = "network"
 	ServiceLoadBalancer = "load-balancer"
 	ServiceMetadata     = "metadata"
+	ServiceImage        = "image"
 )
 
 // URL path prefixes of the services on the simulator's listener. Keystone is
@@ -32,6 +33,7 @@ const (
 	computePrefix = "/compute"
 	networkPrefix = "/networking"
 	lbPrefix      = "/load-balancer"
+	imagePrefix   = "/image"
 )
 
 // Options configures a simulator.
@@ -208,6 +210,7 @@ func (s *Sim) buildMux() http.Handler {
 	s.routesCompute(mux)
 	s.routesNetwork(mux)
 	s.routesLoadBalancer(mux)
+	s.routesImage(mux)
 	s.routesMetadata(mux)
 	s.routesAdmin(mux)
 	if s.promReg != nil {
@@ -261,6 +264,9 @@ func (s *Sim) wrap(o op, h http.HandlerFunc) http.Handler {
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok))
+			if !authorize(rec, r, o) {
+				return
+			}
 		}
 		h(rec, r)
 	})

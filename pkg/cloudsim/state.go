@@ -90,10 +90,12 @@ type project struct{ ID, Name, DomainID string }
 
 type user struct {
 	ID, Name, DomainID, Password, ProjectID string
+	Roles                                   []string // on ProjectID
 }
 
 type appCred struct {
 	ID, Name, Secret, UserID, ProjectID string
+	Roles                               []string // a subset of the user's
 }
 
 type flavor struct {
@@ -105,6 +107,7 @@ type flavor struct {
 
 type server struct {
 	ID, Name, ProjectID, UserID, FlavorID, AZ, Status string
+	ImageID                                           string // "" when booted from a volume
 	KeyName, PublicKey, UserData                      string
 	AccessIPv4, AccessIPv6, HostID                    string
 	Metadata                                          map[string]string
@@ -187,6 +190,7 @@ type state struct {
 	tokens   map[string]*token
 
 	flavors *coll[flavor]
+	images  *coll[image]
 	azs     []string
 	servers *coll[server]
 
@@ -221,6 +225,7 @@ func newState(sd *Seed, region string) (*state, error) {
 		appCreds:   newColl[appCred](),
 		tokens:     map[string]*token{},
 		flavors:    newColl[flavor](),
+		images:     newColl[image](),
 		servers:    newColl[server](),
 		networks:   newColl[network](),
 		subnets:    newColl[subnet](),
@@ -246,7 +251,10 @@ func newState(sd *Seed, region string) (*state, error) {
 		st.addDefaultSecGroup(pr.ID)
 	}
 	for _, u := range sd.Users {
-		us := &user{ID: u.ID, Name: u.Name, DomainID: st.domainFor(u.Domain).ID, Password: u.Password}
+		us := &user{ID: u.ID, Name: u.Name, DomainID: st.domainFor(u.Domain).ID, Password: u.Password, Roles: u.Roles}
+		if len(us.Roles) == 0 {
+			us.Roles = defaultRoles
+		}
 		if us.ID == "" {
 			us.ID = newHexID()
 		}
@@ -257,7 +265,10 @@ func newState(sd *Seed, region string) (*state, error) {
 	}
 	for _, a := range sd.ApplicationCredentials {
 		u := st.userRef(a.User)
-		ac := &appCred{ID: a.ID, Name: a.Name, Secret: a.Secret, UserID: u.ID, ProjectID: u.ProjectID}
+		ac := &appCred{ID: a.ID, Name: a.Name, Secret: a.Secret, UserID: u.ID, ProjectID: u.ProjectID, Roles: a.Roles}
+		if len(ac.Roles) == 0 {
+			ac.Roles = u.Roles
+		}
 		if ac.ID == "" {
 			ac.ID = newHexID()
 		}
@@ -269,6 +280,9 @@ func newState(sd *Seed, region string) (*state, error) {
 			fl.ID = newID()
 		}
 		st.flavors.add(fl.ID, fl)
+	}
+	for _, im := range sd.Images {
+		st.addSeedImage(im)
 	}
 	for _, n := range sd.Networks {
 		if _, err := st.addNetwork(n); err != nil {
@@ -312,62 +326,63 @@ func (st *state) findDomain(id, name string) *domain {
 	return nil
 }
 
-// projectRef finds a project by ID or name (the first when ref is empty).
-func (st *state) projectRef(ref string) *project {
+// byRef finds an object by ID, else by name; an empty ref is the oldest
+// (the seed's default project, flavor or image).
+func byRef[T any](c *coll[T], ref string, name func(*T) string) *T {
 	if ref == "" {
-		if st.projects.len() == 0 {
-			return nil
-		}
-		return st.projects.first()
+		return c.first()
 	}
-	if p, ok := st.projects.get(ref); ok {
-		return p
+	if v, ok := c.get(ref); ok {
+		return v
 	}
-	for _, p := range st.projects.all() {
-		if p.Name == ref {
-			return p
+	for _, v := range c.all() {
+		if name(v) == ref {
+			return v
 		}
 	}
 	return nil
+}
+
+// projectRef finds a project by ID or name (the first when ref is empty).
+func (st *state) projectRef(ref string) *project {
+	return byRef(st.projects, ref, func(p *project) string { return p.Name })
 }
 
 func (st *state) userRef(ref string) *user {
-	if u, ok := st.users.get(ref); ok {
-		return u
+	if ref == "" {
+		return nil
 	}
-	for _, u := range st.users.all() {
-		if u.Name == ref {
-			return u
-		}
-	}
-	return nil
+	return byRef(st.users, ref, func(u *user) string { return u.Name })
 }
 
 func (st *state) flavorRef(ref string) *flavor {
-	if ref == "" && st.flavors.len() > 0 {
-		return st.flavors.first()
+	return byRef(st.flavors, ref, func(f *flavor) string { return f.Name })
+}
+
+func (st *state) addSeedImage(sd SeedImage) {
+	im := &image{ID: sd.ID, Name: sd.Name, Visibility: sd.Visibility, DiskFormat: "qcow2", ContainerFormat: "bare",
+		Size: 335544320, MinDisk: 1, Created: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)}
+	if im.ID == "" {
+		im.ID = newID()
 	}
-	if f, ok := st.flavors.get(ref); ok {
-		return f
+	if im.Visibility == "" {
+		im.Visibility = "public"
 	}
-	for _, f := range st.flavors.all() {
-		if f.Name == ref {
-			return f
-		}
+	if p := st.projectRef(sd.Project); p != nil {
+		im.ProjectID = p.ID
 	}
-	return nil
+	st.images.add(im.ID, im)
+}
+
+func (st *state) imageRef(ref string) *image {
+	return byRef(st.images, ref, func(im *image) string { return im.Name })
 }
 
 func (st *state) networkRef(ref string) *network {
-	if n, ok := st.networks.get(ref); ok {
-		return n
+	if ref == "" {
+		return nil
 	}
-	for _, n := range st.networks.all() {
-		if n.Name == ref {
-			return n
-		}
-	}
-	return nil
+	return byRef(st.networks, ref, func(n *network) string { return n.Name })
 }
 
 func (st *state) nextMAC() string {

@@ -182,6 +182,16 @@ func TestSimFailuresKeepTheirMeaning(t *testing.T) {
 			t.Fatalf("by name: err = %v; want an error that is not not-found", err)
 		}
 	})
+	t.Run("a proxy's 404 without a request ID is not not-found", func(t *testing.T) {
+		if err := sim.SetFault(cloudsim.FaultRule{Service: cloudsim.ServiceCompute, Operation: "servers.get", Status: 404, NoRequestID: true}); err != nil {
+			t.Fatal(err)
+		}
+		defer sim.ClearFaults()
+		_, err := c.Compute.GetServer(ctx, node1.ID)
+		if err == nil || errors.Is(err, openstack.ErrNotFound) {
+			t.Fatalf("err = %v; want an error that is not ErrNotFound", err)
+		}
+	})
 	t.Run("a deleted server is not found", func(t *testing.T) {
 		if err := sim.DeleteServer(node2.ID); err != nil {
 			t.Fatal(err)
