@@ -1,7 +1,8 @@
 // Package nodeaddress is the one place that decides which addresses a Node
 // has, from what Nova says about its server. The CCM publishes exactly these
-// addresses and the CSR approver accepts exactly these, so the two can never
-// drift apart: change the rules here and both follow.
+// addresses, and the CSR approver accepts a subset of these (Trusted: only
+// what the cloud itself controls), so the two can never drift apart: change
+// the rules here and both follow.
 //
 // The rules follow the upstream OpenStack CCM where users depend on them:
 //   - a fixed address is an InternalIP, or an ExternalIP when its network is
