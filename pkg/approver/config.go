@@ -46,12 +46,16 @@ type LeaderElection struct {
 
 // Defaults for the flags and for zero fields.
 const (
-	DefaultLeaseName          = "stackward-approver"
-	DefaultLeaseNamespace     = "kube-system"
-	DefaultMaxPendingPerNode  = 3
-	DefaultCloudQPS           = 20
-	DefaultCloudBurst         = 40
-	DefaultMetricsBindAddress = ":10263"
+	DefaultLeaseName         = "stackward-approver"
+	DefaultLeaseNamespace    = "kube-system"
+	DefaultMaxPendingPerNode = 3
+	DefaultCloudQPS          = 20
+	DefaultCloudBurst        = 40
+	// DefaultMetricsBindAddress is loopback: the pod runs with hostNetwork,
+	// and the endpoint is not authenticated.
+	DefaultMetricsBindAddress = "127.0.0.1:10263"
+	// DefaultServiceCIDR is kubeadm's default (and bootstrap/'s).
+	DefaultServiceCIDR = "10.96.0.0/12"
 )
 
 func (le *LeaderElection) withDefaults() {

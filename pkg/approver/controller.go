@@ -55,6 +55,9 @@ type Options struct {
 	// Resync re-examines pending requests that saw no change (those left
 	// pending by a dry run or over the cap); default 10 minutes.
 	Resync time.Duration
+	// WaitRecheck is how often a request of an instance that is not
+	// running is looked at again; default 15 seconds.
+	WaitRecheck time.Duration
 }
 
 // byUsername indexes CSRs by spec.username, to count a node's pending ones.
@@ -82,6 +85,9 @@ type Controller struct {
 	// they wait for a person and must not hold a node's newer requests
 	// back behind the per-node cap.
 	dryRunPending sync.Map // CSR name → struct{}
+	// waiting holds the last Wait message per request, so its Event is
+	// recorded once per state, not at every recheck.
+	waiting sync.Map // CSR name → string
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -94,6 +100,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Minute
+	}
+	if opts.WaitRecheck <= 0 {
+		opts.WaitRecheck = 15 * time.Second
 	}
 	reg := opts.Registerer
 	if reg == nil {
@@ -208,6 +217,7 @@ func (c *Controller) onChange(obj any) {
 		return
 	}
 	c.dryRunPending.Delete(csr.Name)
+	c.waiting.Delete(csr.Name)
 	if c.opts.MaxPendingPerNode > 0 {
 		for _, other := range c.pendingOf(csr.Spec.Username) {
 			c.queue.Add(other.Name)

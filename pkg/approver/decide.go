@@ -59,7 +59,16 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 
 	var outcome string
+	if d.Verdict != Wait {
+		c.waiting.Delete(name)
+	}
 	switch d.Verdict {
+	case Wait:
+		outcome = outcomeWaiting
+		if last, seen := c.waiting.Swap(name, d.Message); !seen || last != d.Message {
+			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Left pending: "+d.Message)
+		}
+		c.queue.AddAfter(name, c.opts.WaitRecheck)
 	case Approve:
 		outcome = outcomeApproved
 		if err := c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {

@@ -197,7 +197,9 @@ func portDistrust(p openstack.Port, serverID string, networks map[string]opensta
 	if !ok {
 		return "", fmt.Errorf("network %s of port %s: not in Neutron's answer", p.NetworkID, p.ID)
 	}
-	if names := slices.Concat(opts.InternalNetworkNames, opts.PublicNetworkNames); len(names) > 0 && !slices.Contains(names, n.Name) {
+	// The same choice as For: with internal network names set, only those
+	// and the public ones; without, every network.
+	if names := slices.Concat(opts.InternalNetworkNames, opts.PublicNetworkNames); len(opts.InternalNetworkNames) > 0 && !slices.Contains(names, n.Name) {
 		return fmt.Sprintf("port %s is on network %q (%s), not one of the configured networks [%s]", p.ID, n.Name, n.ID, strings.Join(names, ", ")), nil
 	}
 	if opts.ProjectID != "" && n.ProjectID != opts.ProjectID && !n.Shared {
