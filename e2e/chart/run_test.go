@@ -155,7 +155,7 @@ func TestChartPodRunsAsInstalled(t *testing.T) {
 			t.Fatalf("the approver did not approve the serving CSR: %v", err)
 		}
 		t.Logf("approved: %s", framework.DescribeCSR(csr))
-		if _, err := node.WaitForServingCertificate(ctx, cp.CACert, 60*time.Second); err != nil {
+		if _, err := node.WaitForServingCertificate(ctx, cp.ServingCACert, 60*time.Second); err != nil {
 			t.Errorf("kubelet serving certificate: %v", err)
 		}
 	})

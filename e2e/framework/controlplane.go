@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stackward/stackward/pkg/pki"
 )
 
 // ControlPlane is a running etcd + kube-apiserver + kube-controller-manager
@@ -27,8 +29,12 @@ type ControlPlane struct {
 	Dir string
 	// Server is the apiserver URL.
 	Server string
-	// CACert is the cluster CA (PEM) that signs kubelet certificates.
+	// CACert is the cluster CA (PEM): what pods and kubelets trust for the
+	// apiserver, and the signer of kubelet client certificates.
 	CACert []byte
+	// ServingCACert is the kubelet-serving CA (PEM, `stackward pki init`)
+	// that signs kubelet serving certificates; only the apiserver trusts it.
+	ServingCACert []byte
 	// BootstrapToken is a kubeadm bootstrap token (id.secret) for joining nodes.
 	BootstrapToken string
 	// AdminConfig is cluster-admin (kubeadm's super-admin.conf).
@@ -80,6 +86,10 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 	kubeadm := filepath.Join(toolsDir, "kubeadm")
 	cfgPath := filepath.Join(dir, "kubeadm.yaml")
 	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken); err != nil {
+		return nil, err
+	}
+	// What an operator runs before kubeadm init (bootstrap/README.md).
+	if _, err := pki.Init(pki.InitOptions{Dir: filepath.Join(KubernetesDir, "pki")}); err != nil {
 		return nil, err
 	}
 	for _, phase := range [][]string{{"certs", "all"}, {"kubeconfig", "all"}, {"etcd", "local"}, {"control-plane", "all"}} {
@@ -211,6 +221,9 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		return err
 	}
 	if cp.CACert, err = os.ReadFile(filepath.Join(KubernetesDir, "pki", "ca.crt")); err != nil {
+		return err
+	}
+	if cp.ServingCACert, err = os.ReadFile(filepath.Join(KubernetesDir, "pki", pki.CertFile)); err != nil {
 		return err
 	}
 	var lastErr error
