@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -86,6 +87,13 @@ func (cp *ControlPlane) RunApprover(ctx context.Context, cloudConf string, opts 
 	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
+	}
+	// As the chart passes them: never certify the lab's Services or apiserver.
+	if len(opts.ServiceCIDRs) == 0 {
+		opts.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix(LabServiceCIDR)}
+	}
+	if len(opts.ControlPlaneEndpoints) == 0 {
+		opts.ControlPlaneEndpoints = []netip.Addr{netip.MustParseAddr(ControlPlaneIP)}
 	}
 	return runInProcess("stackward-approver", "", ctx, func(ctx context.Context) error {
 		return approver.Run(ctx, approver.Config{

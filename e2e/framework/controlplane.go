@@ -146,7 +146,7 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 			}}
 		case "ClusterConfiguration":
 			net := mapAt(obj, "networking")
-			net["serviceSubnet"] = "198.19.0.0/17"
+			net["serviceSubnet"] = LabServiceCIDR
 			net["podSubnet"] = "198.19.128.0/17"
 			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
 			// So the apiserver can be forwarded to the host's loopback.
@@ -166,6 +166,10 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 	}
 	return os.WriteFile(path, []byte(strings.Join(out, "---\n")), 0o600)
 }
+
+// LabServiceCIDR is the lab cluster's Service CIDR; its first address is
+// the kubernetes Service's ClusterIP.
+const LabServiceCIDR = "198.19.0.0/17"
 
 func mapAt(obj map[string]any, key string) map[string]any {
 	m, ok := obj[key].(map[string]any)
