@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -75,14 +78,6 @@ func TestChartPodRunsAsInstalled(t *testing.T) {
 	}
 	pod := d.Spec.Template.Spec
 	mounts := podVolumes(ctx, t, cp, pod)
-	saConfig, err := cp.ServiceAccountConfig(ctx, ns, pod.ServiceAccountName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "serviceaccount.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, saConfig); err != nil {
-		t.Fatal(err)
-	}
 	logDir := t.TempDir()
 	var procs []*framework.Process
 	for _, c := range pod.Containers {
@@ -90,6 +85,7 @@ func TestChartPodRunsAsInstalled(t *testing.T) {
 		if !ok {
 			t.Fatalf("no binary for container %s", c.Name)
 		}
+		kubeconfig := containerKubeconfig(ctx, t, cp, pod, c)
 		args := containerArgs(c, mounts)
 		// What a pod gets from its ServiceAccount in cluster: the API
 		// client identity and, for the CCM, delegated authentication.
@@ -268,4 +264,66 @@ func waitProbe(ctx context.Context, c corev1.Container, p *corev1.Probe, running
 		return fmt.Errorf("probe %s: %s: %w", url, last, err)
 	}
 	return nil
+}
+
+// serviceAccountDir is where a container finds its API credentials.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// containerKubeconfig writes a kubeconfig with the identity the container
+// gets in the pod: the pod's ServiceAccount for a projected token, or, for
+// a ServiceAccount token Secret mounted there, the token the token
+// controller put in it (whose ServiceAccount must be the one it names).
+func containerKubeconfig(ctx context.Context, t *testing.T, cp *framework.ControlPlane, pod corev1.PodSpec, c corev1.Container) string {
+	t.Helper()
+	var volume string
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == serviceAccountDir {
+			volume = m.Name
+		}
+	}
+	var saConfig *rest.Config
+	for _, v := range pod.Volumes {
+		if v.Name != volume {
+			continue
+		}
+		switch {
+		case v.Projected != nil:
+			cfg, err := cp.ServiceAccountConfig(ctx, ns, pod.ServiceAccountName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saConfig = cfg
+		case v.Secret != nil:
+			var token []byte
+			var owner string
+			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				token, owner = s.Data["token"], s.Annotations["kubernetes.io/service-account.name"]
+				return len(token) > 0, nil
+			})
+			if err != nil {
+				t.Fatalf("container %s: the token controller filled no token into Secret %s: %v", c.Name, v.Secret.SecretName, err)
+			}
+			saConfig = cp.RESTConfigForToken(string(token))
+			who, err := kubernetes.NewForConfigOrDie(saConfig).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("container %s: whoami with its token: %v", c.Name, err)
+			}
+			if want := "system:serviceaccount:" + ns + ":" + owner; who.Status.UserInfo.Username != want || owner == pod.ServiceAccountName {
+				t.Fatalf("container %s authenticates as %q (Secret for %q, pod's ServiceAccount %q); want its own ServiceAccount",
+					c.Name, who.Status.UserInfo.Username, owner, pod.ServiceAccountName)
+			}
+		}
+	}
+	if saConfig == nil {
+		t.Fatalf("container %s mounts no credentials at %s", c.Name, serviceAccountDir)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), c.Name+".kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig, saConfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }

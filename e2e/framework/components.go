@@ -70,11 +70,10 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, t testing.TB, cloudConf st
 // called or ctx is done.
 // Zero limits in opts take the binary's flag defaults.
 func (cp *ControlPlane) RunApprover(ctx context.Context, cloudConf string, opts approver.Options) (stop func(), err error) {
-	sa, err := cp.ApplyChartRBAC()
-	if err != nil {
+	if _, err := cp.ApplyChartRBAC(); err != nil {
 		return nil, err
 	}
-	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, sa)
+	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, ChartApproverServiceAccount)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,9 @@ import (
 const (
 	ChartNamespace = "kube-system"
 	ChartRelease   = "stackward"
+	// ChartApproverServiceAccount is the approver's own ServiceAccount in
+	// that install (the CCM's is ChartRelease).
+	ChartApproverServiceAccount = ChartRelease + "-approver"
 )
 
 // RenderChart runs `helm template` (Helm 3) over charts/stackward with the
