@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/approver"
+	"github.com/stackward/stackward/pkg/pki"
 	"github.com/stackward/stackward/pkg/version"
 )
 
@@ -180,6 +181,13 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"How long the leader keeps trying to renew before it stops deciding (and exits); shorter than the lease duration.")
 	fs.DurationVar(&cfg.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often the Lease is tried and renewed.")
+	fs.StringVar(&cfg.SignWithCADir, "sign-with-ca-dir", "",
+		"Be the kubernetes.io/kubelet-serving signer: sign every approved request with the CA in this directory\n"+
+			"(kubelet-serving-ca.crt and .key, from `stackward pki init`) and write status.certificate. Configure\n"+
+			"kube-controller-manager without --cluster-signing-kubelet-serving-* files then. Empty: KCM signs.")
+	fs.DurationVar(&cfg.ServingCertLifetime, "serving-cert-lifetime", pki.DefaultServingCertLifetime,
+		"Lifetime of the certificates --sign-with-ca-dir issues (spec.expirationSeconds may shorten it). Short, so a\n"+
+			"leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.")
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
 		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
 			"\"0\" disables it.")

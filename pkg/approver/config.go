@@ -30,6 +30,12 @@ type Config struct {
 	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
 	// "0" serves nothing.
 	MetricsBindAddress string
+
+	// SignWithCADir, when set, makes the approver the kubelet-serving
+	// signer with the CA in that directory (kubelet-serving-ca.{crt,key}),
+	// issuing certificates valid for ServingCertLifetime.
+	SignWithCADir       string
+	ServingCertLifetime time.Duration
 }
 
 // LeaderElection configures the Lease that makes one replica decide.
@@ -96,6 +102,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CloudQPS > 0 && c.CloudBurst < 1 {
 		errs = append(errs, fmt.Errorf("--cloud-burst: %d must be at least 1 when --cloud-qps is set", c.CloudBurst))
+	}
+	if c.SignWithCADir != "" && c.ServingCertLifetime != 0 && c.ServingCertLifetime < time.Hour {
+		errs = append(errs, fmt.Errorf("--serving-cert-lifetime: %s is shorter than an hour", c.ServingCertLifetime))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("--workers: %d is negative", c.Workers))

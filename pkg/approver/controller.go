@@ -58,6 +58,9 @@ type Options struct {
 	// WaitRecheck is how often a request of an instance that is not
 	// running is looked at again; default 15 seconds.
 	WaitRecheck time.Duration
+	// Signer, when set, issues the certificate of every request the
+	// approver approves (--sign-with-ca-dir).
+	Signer Signer
 }
 
 // byUsername indexes CSRs by spec.username, to count a node's pending ones.
@@ -212,7 +215,7 @@ func (c *Controller) onChange(obj any) {
 	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return
 	}
-	if isPending(csr) && csr.DeletionTimestamp == nil {
+	if (isPending(csr) && csr.DeletionTimestamp == nil) || (c.opts.Signer != nil && awaitsOurSignature(csr)) {
 		c.queue.Add(csr.Name)
 		return
 	}
