@@ -238,7 +238,7 @@ func TestRenderedPodIsHardened(t *testing.T) {
 				if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "cloud-config" && m.ReadOnly }) {
 					t.Errorf("container %s does not mount cloud-config read-only", c.Name)
 				}
-				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward/") }) {
+				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward") }) {
 					t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)
 				}
 			}
