@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,19 @@ func SharedControlPlane(t testing.TB) *ControlPlane {
 // phases over bootstrap/init-configuration.yaml (lab addresses substituted),
 // then starts the static pods' commands as processes and waits until ready.
 func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, error) {
+	return StartControlPlaneWith(ctx, toolsDir, ControlPlaneOptions{})
+}
+
+// ControlPlaneOptions vary the lab's control plane from bootstrap/.
+type ControlPlaneOptions struct {
+	// ApproverSigns gives kube-controller-manager no kubelet-serving signer
+	// files, so it skips that signer: stackward-approver --sign-with-ca-dir
+	// issues the certificates.
+	ApproverSigns bool
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, toolsDir string, opts ControlPlaneOptions) (*ControlPlane, error) {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "stackward-lab-")
 	if err != nil {
@@ -85,7 +99,7 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 	}
 	kubeadm := filepath.Join(toolsDir, "kubeadm")
 	cfgPath := filepath.Join(dir, "kubeadm.yaml")
-	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken); err != nil {
+	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken, opts); err != nil {
 		return nil, err
 	}
 	// What an operator runs before kubeadm init (bootstrap/README.md).
@@ -120,7 +134,7 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 // operators use, and replaces only what the lab must: addresses, subnets
 // inside 198.18.0.0/15, the etcd data dir, the join token and a short
 // node-monitor grace period so lifecycle tests are quick.
-func writeLabKubeadmConfig(path, dir, token string) error {
+func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) error {
 	src := filepath.Join(RepoRoot(), "bootstrap", "init-configuration.yaml")
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -153,6 +167,13 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 			mapAt(obj, "apiServer")["certSANs"] = []any{"127.0.0.1", "localhost"}
 			cm := mapAt(obj, "controllerManager")
 			args, _ := cm["extraArgs"].([]any)
+			if opts.ApproverSigns {
+				args = slices.DeleteFunc(args, func(a any) bool {
+					m, _ := a.(map[string]any)
+					name, _ := m["name"].(string)
+					return strings.HasPrefix(name, "cluster-signing-kubelet-serving-")
+				})
+			}
 			cm["extraArgs"] = append(args,
 				map[string]any{"name": "node-monitor-grace-period", "value": "8s"},
 				map[string]any{"name": "node-monitor-period", "value": "2s"},
