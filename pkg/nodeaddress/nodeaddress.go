@@ -20,9 +20,11 @@
 // in network order. Finally address-sort-order moves the addresses inside
 // its CIDRs to the front, in the order of the list (a stable sort).
 //
-// Addresses come from the server alone, not from its Neutron ports: Nova's
-// addresses already list the fixed IPs of every port, and leaving ports out
-// keeps a node lookup to one cloud call.
+// For uses the server alone, not its Neutron ports: Nova's addresses
+// already list the fixed IPs of every port, and leaving ports out keeps the
+// CCM's node lookup to one cloud call. What may be certified is stricter
+// (trust.go): the approver also asks Neutron which ports and floating IPs
+// the server owns, and trusts only those of them For also publishes.
 package nodeaddress
 
 import (
