@@ -56,6 +56,7 @@ type InitResult struct {
 // overwrites a key: when both files exist and belong together it leaves them
 // as they are; when only one exists, or they do not match, it fails.
 func Init(opts InitOptions) (InitResult, error) {
+	quietCFSSL()
 	if opts.Dir == "" {
 		return InitResult{}, errors.New("pki init: no directory")
 	}

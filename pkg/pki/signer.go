@@ -33,6 +33,7 @@ type ServingSigner struct {
 // NewServingSigner returns a signer over ca issuing certificates valid for
 // lifetime (DefaultServingCertLifetime when zero).
 func NewServingSigner(ca *CA, lifetime time.Duration) (*ServingSigner, error) {
+	quietCFSSL()
 	if ca == nil {
 		return nil, errors.New("serving signer: no CA")
 	}
