@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/approver"
+	"github.com/stackward/stackward/pkg/pki"
 	"github.com/stackward/stackward/pkg/version"
 )
 
@@ -77,8 +79,63 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// prefixList is a repeatable, comma-separated CIDR flag; the first Set
+// replaces the default.
+type prefixList struct {
+	list *[]netip.Prefix
+	set  bool
+}
+
+func (p *prefixList) String() string {
+	if p.list == nil {
+		return ""
+	}
+	var s []string
+	for _, x := range *p.list {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *prefixList) Set(v string) error {
+	if !p.set {
+		*p.list, p.set = nil, true
+	}
+	for _, f := range strings.Split(v, ",") {
+		x, err := netip.ParsePrefix(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a CIDR: %w", f, err)
+		}
+		*p.list = append(*p.list, x)
+	}
+	return nil
+}
+
+// addrList is a repeatable, comma-separated IP flag.
+type addrList []netip.Addr
+
+func (a *addrList) String() string {
+	var s []string
+	for _, x := range *a {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (a *addrList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		x, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address: %w", f, err)
+		}
+		*a = append(*a, x)
+	}
+	return nil
+}
+
 func newFlags() (*flag.FlagSet, *approver.Config) {
 	cfg := &approver.Config{}
+	cfg.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix(approver.DefaultServiceCIDR)}
 	fs := flag.NewFlagSet("stackward-approver", flag.ContinueOnError)
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Empty: the in-cluster service account (the normal case in the CCM pod).")
@@ -105,6 +162,18 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"Maximum cloud lookups per second (one per request decided); requests wait their turn. 0: unlimited.")
 	fs.IntVar(&cfg.CloudBurst, "cloud-burst", approver.DefaultCloudBurst, "Burst allowed above --cloud-qps.")
 	fs.IntVar(&cfg.Workers, "workers", 2, "Requests decided in parallel.")
+	fs.BoolVar(&cfg.AllowAccessIPs, "allow-access-ips", false,
+		"Also certify a server's accessIPv4/accessIPv6. Off by default: any member of the project can set them to any\n"+
+			"address (PUT /servers/{id}), so they prove nothing. The CCM publishes them either way.")
+	fs.Var((*stringList)(&cfg.NetworkIDs), "trusted-network-id",
+		"Only fixed IPs of ports on these Neutron networks are certified (repeatable). Without it, ports on the CCM's\n"+
+			"internal/public network names, on networks the cluster's project owns or an administrator shared.")
+	fs.Var(&prefixList{list: &cfg.ServiceCIDRs}, "service-cidr",
+		"The cluster's Service CIDR(s) (repeatable or comma-separated): never certified, whatever the cloud reports\n"+
+			"(the kubernetes Service IP is the apiserver for every pod). Default "+approver.DefaultServiceCIDR+", kubeadm's and bootstrap/'s.")
+	fs.Var((*addrList)(&cfg.ControlPlaneEndpoints), "control-plane-endpoint",
+		"The apiserver's addresses (the control-plane endpoint and each apiserver's advertise address; repeatable or\n"+
+			"comma-separated): never certified for a node.")
 	fs.BoolVar(&cfg.LeaderElection.Enabled, "leader-elect", true,
 		"Decide only while holding a Lease, so that one of several replicas acts. Disable only with a single replica.")
 	fs.StringVar(&cfg.LeaderElection.Namespace, "leader-elect-resource-namespace", approver.DefaultLeaseNamespace,
@@ -117,6 +186,13 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"How long the leader keeps trying to renew before it stops deciding (and exits); shorter than the lease duration.")
 	fs.DurationVar(&cfg.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often the Lease is tried and renewed.")
+	fs.StringVar(&cfg.SignWithCADir, "sign-with-ca-dir", "",
+		"Be the kubernetes.io/kubelet-serving signer: sign every approved request with the CA in this directory\n"+
+			"(kubelet-serving-ca.crt and .key, from `stackward pki init`) and write status.certificate. Configure\n"+
+			"kube-controller-manager without --cluster-signing-kubelet-serving-* files then. Empty: KCM signs.")
+	fs.DurationVar(&cfg.ServingCertLifetime, "serving-cert-lifetime", pki.DefaultServingCertLifetime,
+		"Lifetime of the certificates --sign-with-ca-dir issues (spec.expirationSeconds may shorten it). Short, so a\n"+
+			"leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.")
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
 		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
 			"\"0\" disables it.")

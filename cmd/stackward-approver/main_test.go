@@ -39,6 +39,37 @@ func TestDefaultsAreSafe(t *testing.T) {
 	if !cfg.LeaderElection.Enabled || cfg.LeavePendingOnDeny || cfg.MaxPendingPerNode == 0 || cfg.CloudQPS == 0 {
 		t.Errorf("defaults %+v", cfg)
 	}
+	if cfg.AllowAccessIPs || len(cfg.ServiceCIDRs) != 1 || cfg.ServiceCIDRs[0].String() != "10.96.0.0/12" {
+		t.Errorf("access IPs allowed %v, Service CIDRs %v; want not allowed and kubeadm's 10.96.0.0/12", cfg.AllowAccessIPs, cfg.ServiceCIDRs)
+	}
+	if !strings.HasPrefix(cfg.MetricsBindAddress, "127.0.0.1:") {
+		t.Errorf("metrics and health on %q by default; want loopback (hostNetwork, unauthenticated)", cfg.MetricsBindAddress)
+	}
+}
+
+func TestAddressTrustFlags(t *testing.T) {
+	fs, cfg := newFlags()
+	err := fs.Parse([]string{"--allow-access-ips", "--service-cidr=10.100.0.0/16,fd00:10::/108", "--control-plane-endpoint=192.0.2.10",
+		"--control-plane-endpoint=192.0.2.11,2001:db8::1", "--trusted-network-id=net-a", "--trusted-network-id=net-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cidrs, eps []string
+	for _, p := range cfg.ServiceCIDRs {
+		cidrs = append(cidrs, p.String())
+	}
+	for _, a := range cfg.ControlPlaneEndpoints {
+		eps = append(eps, a.String())
+	}
+	if !cfg.AllowAccessIPs || !slices.Equal(cidrs, []string{"10.100.0.0/16", "fd00:10::/108"}) ||
+		!slices.Equal(eps, []string{"192.0.2.10", "192.0.2.11", "2001:db8::1"}) || !slices.Equal(cfg.NetworkIDs, []string{"net-a", "net-b"}) {
+		t.Errorf("access %v, Service CIDRs %v (the default must be replaced), endpoints %v, networks %v", cfg.AllowAccessIPs, cidrs, eps, cfg.NetworkIDs)
+	}
+	fs, _ = newFlags()
+	fs.SetOutput(new(bytes.Buffer))
+	if err := fs.Parse([]string{"--service-cidr=10.96.0.0"}); err == nil || !strings.Contains(err.Error(), "service-cidr") {
+		t.Errorf("a Service CIDR without a prefix length: %v, want an error naming the flag", err)
+	}
 }
 
 // TestHelpExplainsEveryFlag: each flag has a sentence for the operator.

@@ -22,6 +22,7 @@ Commands:
   doctor    list nodes the cloud provider has not initialized or that are not
             Ready, kubelet serving certificate requests left pending, denied or
             never signed, what the cloud says about each such node, and what to do
+  pki init  create the dedicated kubelet-serving CA (before kubeadm init)
   version   print the version
 
 Run 'stackward <command> -h' for a command's flags.
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
+	case "pki":
+		return runPKI(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.Version)
 		return 0

@@ -9,6 +9,7 @@ import (
 
 func TestCommandLine(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	pkiDir := filepath.Join(t.TempDir(), "pki")
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -22,6 +23,10 @@ func TestCommandLine(t *testing.T) {
 		{name: "doctor reports every bad flag value at once", args: []string{"doctor", "-o", "yaml", "--timeout", "0s"}, status: 2, stderr: "--timeout"},
 		{name: "doctor refuses arguments", args: []string{"doctor", "node-1"}, status: 2, stderr: "unexpected arguments"},
 		{name: "doctor without a reachable cluster cannot diagnose", args: []string{"doctor", "--kubeconfig", missing}, status: 2, stderr: "kubeconfig"},
+		{name: "pki init creates the kubelet-serving CA", args: []string{"pki", "init", "--dir", pkiDir}, status: 0, stdout: "created kubelet-serving CA"},
+		{name: "pki init again keeps it", args: []string{"pki", "init", "--dir", pkiDir}, status: 0, stdout: "kept the existing"},
+		{name: "pki without init prints its usage", args: []string{"pki"}, status: 2, stderr: "stackward pki init"},
+		{name: "pki init with an unknown key algorithm fails naming it", args: []string{"pki", "init", "--dir", t.TempDir(), "--key-algorithm", "dsa"}, status: 1, stderr: `"dsa"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

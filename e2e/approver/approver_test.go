@@ -57,7 +57,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		if !strings.Contains(approved.Message, first.ID) {
 			t.Errorf("approval message %q does not name the instance %s it was verified against", approved.Message, first.ID)
 		}
-		cert, err := web1.WaitForServingCertificate(ctx, cp.CACert, time.Minute)
+		cert, err := web1.WaitForServingCertificate(ctx, cp.ServingCACert, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := node.WaitForServingCertificate(ctx, cp.CACert, time.Minute); err != nil {
+		if _, err := node.WaitForServingCertificate(ctx, cp.ServingCACert, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -137,7 +137,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitForCertIPs(ctx, t, web1, cp.CACert, framework.NodeIP(1), oldIP)
+		waitForCertIPs(ctx, t, web1, cp.ServingCACert, framework.NodeIP(1), oldIP)
 		if err := cloud.Sim.DetachFloatingIP(first.ID, oldIP); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		if newIP == oldIP {
 			t.Fatalf("the simulator gave the same floating IP %s again; the test cannot tell old from new", newIP)
 		}
-		waitForCertIPs(ctx, t, web1, cp.CACert, framework.NodeIP(1), newIP)
+		waitForCertIPs(ctx, t, web1, cp.ServingCACert, framework.NodeIP(1), newIP)
 	})
 }
 

@@ -48,9 +48,11 @@ const (
 	// sdkRelease differs from framework.ChartRelease so that its
 	// cluster-scoped RBAC never meets the lab's kubectl-applied copy.
 	sdkRelease = "stackward-sdk"
-	// sdkSA is the chart's ServiceAccount: the release's full name.
-	sdkSA = sdkRelease
-	ns    = framework.ChartNamespace
+	// sdkSA is the CCM's ServiceAccount (the pod's): the release's full
+	// name; sdkApproverSA the approver's own.
+	sdkSA         = sdkRelease
+	sdkApproverSA = sdkRelease + "-approver"
+	ns            = framework.ChartNamespace
 	// instanceSelector selects every object the chart labels.
 	instanceSelector = "app.kubernetes.io/instance=" + sdkRelease
 	checksumKey      = "checksum/cloud-config"
@@ -126,7 +128,9 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 	if !t.Run("install creates the chart's objects, labelled", func(t *testing.T) {
 		objs := chartObjects(ctx, t, cp)
 		for _, want := range []string{
-			"ServiceAccount/kube-system/" + sdkSA,
+			"ServiceAccount/kube-system/" + sdkSA, "ServiceAccount/kube-system/" + sdkApproverSA,
+			"Secret/kube-system/" + sdkApproverSA + "-token",
+			"Role/kube-system/stackward-sdk-approver", "RoleBinding/kube-system/stackward-sdk-approver",
 			"Secret/kube-system/stackward-sdk-cloud-config",
 			"ClusterRole//stackward-sdk-ccm", "ClusterRole//stackward-sdk-approver",
 			"ClusterRoleBinding//stackward-sdk-ccm", "ClusterRoleBinding//stackward-sdk-approver",
@@ -153,15 +157,18 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 		return
 	}
 
-	t.Run("the ServiceAccount may do what the CCM and the approver need, and no more", func(t *testing.T) {
-		saConfig, err := cp.ServiceAccountConfig(ctx, ns, sdkSA)
-		if err != nil {
-			t.Fatal(err)
+	t.Run("each ServiceAccount may do what its container needs, and no more", func(t *testing.T) {
+		clients := map[string]kubernetes.Interface{}
+		for _, name := range []string{sdkSA, sdkApproverSA} {
+			saConfig, err := cp.ServiceAccountConfig(ctx, ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saConfig.QPS, saConfig.Burst = 50, 100
+			clients[name] = kubernetes.NewForConfigOrDie(saConfig)
 		}
-		saConfig.QPS, saConfig.Burst = 50, 100
-		sa := kubernetes.NewForConfigOrDie(saConfig)
-		checkAccess(ctx, t, cp, sa)
-		checkApprovals(ctx, t, cp, sa, "")
+		checkAccess(ctx, t, cp, clients)
+		checkApprovals(ctx, t, cp, clients[sdkApproverSA], "")
 	})
 
 	// The approvals above pass because of one rule; without it they fail,
@@ -180,7 +187,7 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		saConfig, err := cp.ServiceAccountConfig(ctx, ns, sdkSA)
+		saConfig, err := cp.ServiceAccountConfig(ctx, ns, sdkApproverSA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,47 +397,58 @@ func secretChecksum(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 	return hex.EncodeToString(sum[:])
 }
 
-// checkAccess asks the apiserver what the ServiceAccount may do: itself
+// checkAccess asks the apiserver what each ServiceAccount may do: itself
 // (SelfSubjectAccessReview, with its TokenRequest token) and, for the
 // signer rules, as cluster-admin on its behalf (SubjectAccessReview).
-func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, sa kubernetes.Interface) {
+func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, clients map[string]kubernetes.Interface) {
 	type attrs = authorizationv1.ResourceAttributes
+	const ccm, approver = sdkSA, sdkApproverSA
 	tests := []struct {
 		name  string
 		attrs attrs
 		allow bool
+		sa    string
 	}{
-		{"approves kubelet serving certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kubelet-serving", Verb: "approve"}, true},
-		{"does not approve kubelet client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client-kubelet", Verb: "approve"}, false},
-		{"does not approve apiserver client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client", Verb: "approve"}, false},
-		{"does not approve for every signer", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "*", Verb: "approve"}, false},
-		{"updates CSR approvals", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"}, true},
-		{"does not sign CSRs", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "status", Verb: "update"}, false},
-		{"patches node status", attrs{Resource: "nodes", Subresource: "status", Verb: "patch"}, true},
-		{"initializes nodes", attrs{Resource: "nodes", Verb: "update"}, true},
-		{"deletes nodes whose server is gone", attrs{Resource: "nodes", Verb: "delete"}, true},
-		{"does not create nodes", attrs{Resource: "nodes", Verb: "create"}, false},
-		{"watches Services for load balancers", attrs{Resource: "services", Verb: "watch"}, true},
-		{"writes Services only through status", attrs{Namespace: "default", Resource: "services", Verb: "update"}, false},
-		{"patches Service status", attrs{Namespace: "default", Resource: "services", Subresource: "status", Verb: "patch"}, true},
-		{"reads the kube-system Namespace (the cluster UID)", attrs{Resource: "namespaces", Name: "kube-system", Verb: "get"}, true},
-		{"cannot read other Namespaces", attrs{Resource: "namespaces", Name: "default", Verb: "get"}, false},
-		{"cannot read secrets in its namespace", attrs{Namespace: ns, Resource: "secrets", Verb: "get"}, false},
-		{"cannot list secrets anywhere", attrs{Resource: "secrets", Verb: "list"}, false},
-		{"renews the CCM's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "cloud-controller-manager", Verb: "update"}, true},
-		{"renews the approver's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "stackward-approver", Verb: "update"}, true},
-		{"cannot take kube-controller-manager's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-controller-manager", Verb: "update"}, false},
-		{"reads the apiserver's authentication ConfigMap", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "get"}, true},
-		{"cannot read other ConfigMaps", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "kubeadm-config", Verb: "get"}, false},
-		{"cannot create pods", attrs{Namespace: ns, Resource: "pods", Verb: "create"}, false},
-		{"cannot mint ServiceAccount tokens", attrs{Namespace: ns, Resource: "serviceaccounts", Subresource: "token", Verb: "create"}, false},
-		{"cannot escalate through RBAC", attrs{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, false},
+		{"approver approves kubelet serving certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kubelet-serving", Verb: "approve"}, true, approver},
+		{"approver does not approve kubelet client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client-kubelet", Verb: "approve"}, false, approver},
+		{"approver does not approve apiserver client certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kube-apiserver-client", Verb: "approve"}, false, approver},
+		{"approver does not approve for every signer", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "*", Verb: "approve"}, false, approver},
+		{"approver updates CSR approvals", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"}, true, approver},
+		{"approver does not sign CSRs", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "status", Verb: "update"}, false, approver},
+		{"ccm patches node status", attrs{Resource: "nodes", Subresource: "status", Verb: "patch"}, true, ccm},
+		{"ccm initializes nodes", attrs{Resource: "nodes", Verb: "update"}, true, ccm},
+		{"ccm deletes nodes whose server is gone", attrs{Resource: "nodes", Verb: "delete"}, true, ccm},
+		{"ccm does not create nodes", attrs{Resource: "nodes", Verb: "create"}, false, ccm},
+		{"ccm watches Services for load balancers", attrs{Resource: "services", Verb: "watch"}, true, ccm},
+		{"ccm writes Services only through status", attrs{Namespace: "default", Resource: "services", Verb: "update"}, false, ccm},
+		{"ccm patches Service status", attrs{Namespace: "default", Resource: "services", Subresource: "status", Verb: "patch"}, true, ccm},
+		{"ccm reads the kube-system Namespace (the cluster UID)", attrs{Resource: "namespaces", Name: "kube-system", Verb: "get"}, true, ccm},
+		{"ccm cannot read other Namespaces", attrs{Resource: "namespaces", Name: "default", Verb: "get"}, false, ccm},
+		{"ccm cannot read secrets in its namespace", attrs{Namespace: ns, Resource: "secrets", Verb: "get"}, false, ccm},
+		{"ccm cannot list secrets anywhere", attrs{Resource: "secrets", Verb: "list"}, false, ccm},
+		{"ccm renews the CCM's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "cloud-controller-manager", Verb: "update"}, true, ccm},
+		{"approver renews the approver's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "stackward-approver", Verb: "update"}, true, approver},
+		{"ccm cannot take kube-controller-manager's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-controller-manager", Verb: "update"}, false, ccm},
+		{"ccm reads the apiserver's authentication ConfigMap", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "get"}, true, ccm},
+		{"ccm cannot read other ConfigMaps", attrs{Namespace: "kube-system", Resource: "configmaps", Name: "kubeadm-config", Verb: "get"}, false, ccm},
+		{"ccm cannot create pods", attrs{Namespace: ns, Resource: "pods", Verb: "create"}, false, ccm},
+		{"ccm cannot mint ServiceAccount tokens", attrs{Namespace: ns, Resource: "serviceaccounts", Subresource: "token", Verb: "create"}, false, ccm},
+		{"approver cannot write Nodes", attrs{Resource: "nodes", Verb: "update"}, false, approver},
+		{"approver cannot patch Node status", attrs{Resource: "nodes", Subresource: "status", Verb: "patch"}, false, approver},
+		{"approver cannot delete Nodes", attrs{Resource: "nodes", Verb: "delete"}, false, approver},
+		{"approver reads Nodes", attrs{Resource: "nodes", Verb: "get"}, true, approver},
+		{"approver cannot renew the CCM's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "cloud-controller-manager", Verb: "update"}, false, approver},
+		{"approver cannot read secrets", attrs{Namespace: ns, Resource: "secrets", Verb: "get"}, false, approver},
+		{"ccm does not approve kubelet serving certificates", attrs{Group: "certificates.k8s.io", Resource: "signers", Name: "kubernetes.io/kubelet-serving", Verb: "approve"}, false, ccm},
+		{"ccm does not update CSR approvals", attrs{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"}, false, ccm},
+		{"ccm cannot renew the approver's lease", attrs{Namespace: "kube-system", Group: "coordination.k8s.io", Resource: "leases", Name: "stackward-approver", Verb: "update"}, false, ccm},
+		{"ccm cannot escalate through RBAC", attrs{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, false, ccm},
 	}
-	user := "system:serviceaccount:" + ns + ":" + sdkSA
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := tt.attrs
-			self, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			user := "system:serviceaccount:" + ns + ":" + tt.sa
+			self, err := clients[tt.sa].AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a},
 			}, metav1.CreateOptions{})
 			if err != nil {

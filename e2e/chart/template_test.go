@@ -151,6 +151,7 @@ type rendered struct {
 	pod      corev1.PodTemplateSpec
 	workload string
 	secrets  map[string]corev1.Secret
+	tokens   []corev1.Secret
 }
 
 func render(t *testing.T, valuesFile string) rendered {
@@ -174,6 +175,10 @@ func render(t *testing.T, valuesFile string) rendered {
 		case "Secret":
 			var s corev1.Secret
 			mustUnmarshalStrict(t, doc, &s)
+			if s.Type == corev1.SecretTypeServiceAccountToken {
+				r.tokens = append(r.tokens, s) // credentials, not cloud config
+				break
+			}
 			r.secrets[s.Name] = s
 		}
 	}
@@ -233,8 +238,38 @@ func TestRenderedPodIsHardened(t *testing.T) {
 				if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "cloud-config" && m.ReadOnly }) {
 					t.Errorf("container %s does not mount cloud-config read-only", c.Name)
 				}
-				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward/") }) {
+				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward") }) {
 					t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)
+				}
+			}
+			// Two identities: the CCM the pod's ServiceAccount, the approver
+			// its own, whose metrics stay on loopback.
+			if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+				t.Errorf("the pod automounts its ServiceAccount token into every container")
+			}
+			for _, c := range spec.Containers {
+				var mounted string
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" {
+						mounted = m.Name
+					}
+				}
+				want := map[string]string{"ccm": "ccm-token", "approver": "approver-token"}[c.Name]
+				if mounted != want {
+					t.Errorf("container %s has credentials from volume %q, want %q", c.Name, mounted, want)
+				}
+				if c.Name == "approver" {
+					if len(r.tokens) != 1 || r.tokens[0].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
+						t.Errorf("approver token Secrets %+v: want one, for a ServiceAccount other than the pod's %s", r.tokens, spec.ServiceAccountName)
+					}
+					for _, want := range []string{"--metrics-bind-address=127.0.0.1:", "--service-cidr=10.96.0.0/12"} {
+						if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+							t.Errorf("approver args %v lack %s", c.Args, want)
+						}
+					}
+					if c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Host != "127.0.0.1" {
+						t.Errorf("approver liveness probe asks %q, but it listens on 127.0.0.1", c.LivenessProbe.HTTPGet.Host)
+					}
 				}
 			}
 			// A chart-made Secret rolls the pod through the checksum.

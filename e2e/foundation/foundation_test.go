@@ -86,7 +86,7 @@ func TestKubeletJoinsWithABootstrapTokenAndItsServingCSRStaysPending(t *testing.
 	if !wait.Interrupted(err) {
 		t.Fatalf("watching serving CSR: %v", err)
 	}
-	if _, err := node.ServingCertificate(ctx, cp.CACert); err == nil {
+	if _, err := node.ServingCertificate(ctx, cp.ServingCACert); err == nil {
 		t.Errorf("kubelet serves a CA-verified certificate although its CSR is pending")
 	}
 }

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -69,15 +70,33 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, t testing.TB, cloudConf st
 // called or ctx is done.
 // Zero limits in opts take the binary's flag defaults.
 func (cp *ControlPlane) RunApprover(ctx context.Context, cloudConf string, opts approver.Options) (stop func(), err error) {
-	sa, err := cp.ApplyChartRBAC()
-	if err != nil {
+	return cp.RunApproverWith(ctx, cloudConf, opts, nil)
+}
+
+// RunApproverWith is RunApprover with process settings changed by edit
+// (e.g. --sign-with-ca-dir) before it starts.
+func (cp *ControlPlane) RunApproverWith(ctx context.Context, cloudConf string, opts approver.Options, edit func(*approver.Config)) (stop func(), err error) {
+	acfg := approver.Config{
+		CloudConfig:        cloudConf,
+		LeaderElection:     approver.LeaderElection{Enabled: true, Namespace: ChartNamespace},
+		MetricsBindAddress: "0",
+	}
+	if edit != nil {
+		edit(&acfg)
+	}
+	var set []string
+	if acfg.SignWithCADir != "" {
+		set = append(set, "approver.signer.enabled=true") // the chart's RBAC for signing
+	}
+	if _, err := cp.ApplyChartRBAC(set...); err != nil {
 		return nil, err
 	}
-	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, sa)
+	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, ChartApproverServiceAccount)
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 100, 200
+	acfg.RESTConfig = cfg
 	if opts.MaxPendingPerNode == 0 {
 		opts.MaxPendingPerNode = approver.DefaultMaxPendingPerNode
 	}
@@ -87,14 +106,16 @@ func (cp *ControlPlane) RunApprover(ctx context.Context, cloudConf string, opts 
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
+	// As the chart passes them: never certify the lab's Services or apiserver.
+	if len(opts.ServiceCIDRs) == 0 {
+		opts.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix(LabServiceCIDR)}
+	}
+	if len(opts.ControlPlaneEndpoints) == 0 {
+		opts.ControlPlaneEndpoints = []netip.Addr{netip.MustParseAddr(ControlPlaneIP)}
+	}
+	acfg.Options = opts
 	return runInProcess("stackward-approver", "", ctx, func(ctx context.Context) error {
-		return approver.Run(ctx, approver.Config{
-			Options:            opts,
-			RESTConfig:         cfg,
-			CloudConfig:        cloudConf,
-			LeaderElection:     approver.LeaderElection{Enabled: true, Namespace: ChartNamespace},
-			MetricsBindAddress: "0",
-		})
+		return approver.Run(ctx, acfg)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stackward/stackward/pkg/pki"
 )
 
 // ControlPlane is a running etcd + kube-apiserver + kube-controller-manager
@@ -27,8 +30,12 @@ type ControlPlane struct {
 	Dir string
 	// Server is the apiserver URL.
 	Server string
-	// CACert is the cluster CA (PEM) that signs kubelet certificates.
+	// CACert is the cluster CA (PEM): what pods and kubelets trust for the
+	// apiserver, and the signer of kubelet client certificates.
 	CACert []byte
+	// ServingCACert is the kubelet-serving CA (PEM, `stackward pki init`)
+	// that signs kubelet serving certificates; only the apiserver trusts it.
+	ServingCACert []byte
 	// BootstrapToken is a kubeadm bootstrap token (id.secret) for joining nodes.
 	BootstrapToken string
 	// AdminConfig is cluster-admin (kubeadm's super-admin.conf).
@@ -67,6 +74,19 @@ func SharedControlPlane(t testing.TB) *ControlPlane {
 // phases over bootstrap/init-configuration.yaml (lab addresses substituted),
 // then starts the static pods' commands as processes and waits until ready.
 func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, error) {
+	return StartControlPlaneWith(ctx, toolsDir, ControlPlaneOptions{})
+}
+
+// ControlPlaneOptions vary the lab's control plane from bootstrap/.
+type ControlPlaneOptions struct {
+	// ApproverSigns gives kube-controller-manager no kubelet-serving signer
+	// files, so it skips that signer: stackward-approver --sign-with-ca-dir
+	// issues the certificates.
+	ApproverSigns bool
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, toolsDir string, opts ControlPlaneOptions) (*ControlPlane, error) {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "stackward-lab-")
 	if err != nil {
@@ -79,7 +99,11 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 	}
 	kubeadm := filepath.Join(toolsDir, "kubeadm")
 	cfgPath := filepath.Join(dir, "kubeadm.yaml")
-	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken); err != nil {
+	if err := writeLabKubeadmConfig(cfgPath, dir, cp.BootstrapToken, opts); err != nil {
+		return nil, err
+	}
+	// What an operator runs before kubeadm init (bootstrap/README.md).
+	if _, err := pki.Init(pki.InitOptions{Dir: filepath.Join(KubernetesDir, "pki")}); err != nil {
 		return nil, err
 	}
 	for _, phase := range [][]string{{"certs", "all"}, {"kubeconfig", "all"}, {"etcd", "local"}, {"control-plane", "all"}} {
@@ -110,7 +134,7 @@ func StartControlPlane(ctx context.Context, toolsDir string) (*ControlPlane, err
 // operators use, and replaces only what the lab must: addresses, subnets
 // inside 198.18.0.0/15, the etcd data dir, the join token and a short
 // node-monitor grace period so lifecycle tests are quick.
-func writeLabKubeadmConfig(path, dir, token string) error {
+func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) error {
 	src := filepath.Join(RepoRoot(), "bootstrap", "init-configuration.yaml")
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -136,13 +160,20 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 			}}
 		case "ClusterConfiguration":
 			net := mapAt(obj, "networking")
-			net["serviceSubnet"] = "198.19.0.0/17"
+			net["serviceSubnet"] = LabServiceCIDR
 			net["podSubnet"] = "198.19.128.0/17"
 			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
 			// So the apiserver can be forwarded to the host's loopback.
 			mapAt(obj, "apiServer")["certSANs"] = []any{"127.0.0.1", "localhost"}
 			cm := mapAt(obj, "controllerManager")
 			args, _ := cm["extraArgs"].([]any)
+			if opts.ApproverSigns {
+				args = slices.DeleteFunc(args, func(a any) bool {
+					m, _ := a.(map[string]any)
+					name, _ := m["name"].(string)
+					return strings.HasPrefix(name, "cluster-signing-kubelet-serving-")
+				})
+			}
 			cm["extraArgs"] = append(args,
 				map[string]any{"name": "node-monitor-grace-period", "value": "8s"},
 				map[string]any{"name": "node-monitor-period", "value": "2s"},
@@ -156,6 +187,10 @@ func writeLabKubeadmConfig(path, dir, token string) error {
 	}
 	return os.WriteFile(path, []byte(strings.Join(out, "---\n")), 0o600)
 }
+
+// LabServiceCIDR is the lab cluster's Service CIDR; its first address is
+// the kubernetes Service's ClusterIP.
+const LabServiceCIDR = "198.19.0.0/17"
 
 func mapAt(obj map[string]any, key string) map[string]any {
 	m, ok := obj[key].(map[string]any)
@@ -211,6 +246,9 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		return err
 	}
 	if cp.CACert, err = os.ReadFile(filepath.Join(KubernetesDir, "pki", "ca.crt")); err != nil {
+		return err
+	}
+	if cp.ServingCACert, err = os.ReadFile(filepath.Join(KubernetesDir, "pki", pki.CertFile)); err != nil {
 		return err
 	}
 	var lastErr error

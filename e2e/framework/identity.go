@@ -19,6 +19,9 @@ import (
 const (
 	ChartNamespace = "kube-system"
 	ChartRelease   = "stackward"
+	// ChartApproverServiceAccount is the approver's own ServiceAccount in
+	// that install (the CCM's is ChartRelease).
+	ChartApproverServiceAccount = ChartRelease + "-approver"
 )
 
 // RenderChart runs `helm template` (Helm 3) over charts/stackward with the
@@ -81,9 +84,10 @@ func (cp *ControlPlane) InstallChartRBAC(t testing.TB) string {
 	return sa
 }
 
-// ApplyChartRBAC is InstallChartRBAC for callers without a test.
-func (cp *ControlPlane) ApplyChartRBAC() (string, error) {
-	manifests, err := RenderChartWith(cp.toolsDir, "templates/rbac.yaml")
+// ApplyChartRBAC is InstallChartRBAC for callers without a test; set are
+// --set values for the render (e.g. approver.signer.enabled=true).
+func (cp *ControlPlane) ApplyChartRBAC(set ...string) (string, error) {
+	manifests, err := RenderChartWith(cp.toolsDir, "templates/rbac.yaml", set...)
 	if err != nil {
 		return "", err
 	}

@@ -31,14 +31,6 @@ type Pod struct {
 func (cp *ControlPlane) StartPod(ctx context.Context, t *testing.T, ns string, spec corev1.PodSpec, bins map[string]string) *Pod {
 	t.Helper()
 	mounts := podVolumes(ctx, t, cp, ns, spec)
-	saConfig, err := cp.ServiceAccountConfig(ctx, ns, spec.ServiceAccountName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "serviceaccount.kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, saConfig); err != nil {
-		t.Fatal(err)
-	}
 	logDir := t.TempDir()
 	p := &Pod{Spec: spec}
 	for _, c := range spec.Containers {
@@ -46,6 +38,7 @@ func (cp *ControlPlane) StartPod(ctx context.Context, t *testing.T, ns string, s
 		if !ok {
 			t.Fatalf("no binary for container %s", c.Name)
 		}
+		kubeconfig := cp.containerKubeconfig(ctx, t, ns, spec, c)
 		args := containerArgs(c, mounts)
 		// What a pod gets from its ServiceAccount in cluster: the API
 		// client identity and, for the CCM, delegated authentication.
@@ -118,7 +111,7 @@ func (cp *ControlPlane) CheckNodeJoins(ctx context.Context, t *testing.T, cloud 
 		t.Fatalf("the approver did not approve the serving CSR: %v", err)
 	}
 	t.Logf("approved: %s", DescribeCSR(csr))
-	if _, err := node.WaitForServingCertificate(ctx, cp.CACert, 60*time.Second); err != nil {
+	if _, err := node.WaitForServingCertificate(ctx, cp.ServingCACert, 60*time.Second); err != nil {
 		t.Errorf("kubelet serving certificate: %v", err)
 	}
 }

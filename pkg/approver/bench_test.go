@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
@@ -27,6 +28,10 @@ type slowCloud struct {
 	mu      sync.Mutex
 	byID    map[string]*openstack.Server
 	calls   int
+}
+
+func (c *slowCloud) ServerOwnership(_ context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
+	return derivedView(srv), nil
 }
 
 func (c *slowCloud) ServerForNode(ctx context.Context, providerID, _ string) (*openstack.Server, error) {

@@ -23,6 +23,9 @@ import (
 // providerID when the Node exists and has one, else by exact server name
 // (a node asking before the CCM initialized it, or before it registered).
 func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, error) {
+	if d, bad := checkASCII("node name", r.nodeName); bad {
+		return d, nil
+	}
 	node, err := e.nodes(ctx, r.nodeName)
 	if err != nil {
 		return Decision{}, fmt.Errorf("get node %q: %w", r.nodeName, err)
@@ -57,12 +60,25 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	if srv.Status == openstack.StatusDeleted || srv.Status == openstack.StatusSoftDeleted {
 		return deny(ReasonInstanceDeleted, "instance %s (id %s) of node %s is %s in the cloud", srv.Name, srv.ID, r.nodeName, srv.Status)
 	}
+	// With credentials that see other projects (an admin's), a providerID
+	// may point at another project's server: never the cluster's node.
+	if p := e.policy.ProjectID; p != "" && srv.TenantID != p {
+		return deny(ReasonInstanceOtherProject, "instance %s (id %s) found by %s belongs to project %q, not the cluster's project %q",
+			srv.Name, srv.ID, r.lookup, srv.TenantID, p)
+	}
+	if d, bad := checkASCII("instance name", srv.Name); bad {
+		return d, nil
+	}
 	// The kubelet writes the Node's providerID itself when it registers, so
 	// a node could point at another node's instance. It may only vouch for
 	// an instance that carries its own name.
 	if !e.isNodeNameOf(r.nodeName, srv.Name) {
 		return deny(ReasonInstanceNameMismatch, "node %s found instance %s (id %s) by %s, but the instance is named %q",
 			r.nodeName, srv.Name, srv.ID, r.lookup, srv.Name)
+	}
+	if slices.Contains(notRunning, srv.Status) {
+		return Decision{Verdict: Wait, Reason: ReasonInstanceNotRunning, Message: fmt.Sprintf(
+			"instance %s (id %s) of node %s has %s; left pending until it runs", srv.Name, srv.ID, r.nodeName, describeNotRunning(srv.Status))}, nil
 	}
 	return cont()
 }
@@ -71,7 +87,7 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 // server's name with one of the configured DNS suffixes (kubelets that use
 // their FQDN as node name).
 func (e *Evaluator) isNodeNameOf(nodeName, serverName string) bool {
-	n, s := strings.ToLower(nodeName), strings.ToLower(serverName)
+	n, s := asciiLower(nodeName), asciiLower(serverName)
 	if n == s {
 		return true
 	}
@@ -83,40 +99,51 @@ func (e *Evaluator) isNodeNameOf(nodeName, serverName string) bool {
 	return false
 }
 
-// checkNames accepts an IP SAN only when it is one of the addresses the CCM
-// would publish for the instance, and a DNS SAN only when it is one of the
-// instance's names.
-func (e *Evaluator) checkNames(_ context.Context, r *request) (Decision, error) {
-	addrs, err := e.addresses(r.server)
+// checkNames accepts an IP SAN only when it is one of the addresses the
+// cloud controls for the instance (nodeaddress.Trusted: a subset of what the
+// CCM publishes), and a DNS SAN only when it is one of the instance's names.
+func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error) {
+	view, err := e.cloud.ServerOwnership(ctx, r.server)
+	if err != nil {
+		return Decision{}, fmt.Errorf("ports and floating IPs of instance %s: %w", r.server.ID, err)
+	}
+	view.Server = r.server
+	trust, err := nodeaddress.Trusted(view, e.policy.trustOptions())
 	if err != nil {
 		// The cloud's answer is unusable: not a reason to deny, nor to approve.
 		return Decision{}, fmt.Errorf("addresses of instance %s: %w", r.server.ID, err)
 	}
-	r.addresses = addrs
-	ips := map[netip.Addr]bool{}
-	var names []string
-	var reported []string
-	for _, a := range addrs {
+	r.trust = trust
+	r.addresses = trust.Published
+	var names, reported, trusted []string
+	for _, a := range trust.Published {
 		reported = append(reported, a.Address)
-		switch a.Type {
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip, err := netip.ParseAddr(a.Address); err == nil {
-				ips[ip.Unmap()] = true
-			}
-		case corev1.NodeHostName:
+		if a.Type == corev1.NodeHostName {
 			names = append(names, a.Address)
 		}
 	}
+	for _, ip := range trust.Trusted {
+		trusted = append(trusted, ip.String())
+	}
 	for _, sanIP := range r.cr.IPAddresses {
 		ip, ok := netip.AddrFromSlice(sanIP)
-		if !ok || !ips[ip.Unmap()] {
-			return deny(ReasonIPNotOfInstance, "IP SAN %s is not an address of instance %s (id %s); the cloud reports [%s]",
-				sanIP, r.server.Name, r.server.ID, strings.Join(reported, ", "))
+		if !ok {
+			return deny(ReasonInvalidRequest, "IP SAN %v is not an IP address", sanIP)
 		}
+		ip = ip.Unmap()
+		if trust.IsTrusted(ip) {
+			continue
+		}
+		if why, seen := trust.Untrusted[ip]; seen {
+			return deny(ReasonUntrustedAddress, "IP SAN %s is reported for instance %s (id %s) but not trusted: %s; trusted addresses [%s]",
+				ip, r.server.Name, r.server.ID, why, strings.Join(trusted, ", "))
+		}
+		return deny(ReasonIPNotOfInstance, "IP SAN %s is not an address of instance %s (id %s); the cloud reports [%s]",
+			ip, r.server.Name, r.server.ID, strings.Join(reported, ", "))
 	}
 	allowed := e.allowedDNSNames(r.nodeName, r.server.Name, names)
 	for _, name := range r.cr.DNSNames {
-		if !slices.Contains(allowed, strings.ToLower(name)) {
+		if !slices.Contains(allowed, asciiLower(name)) {
 			return deny(ReasonDNSNameNotOfInstance, "DNS SAN %q is not a name of node %s or instance %s (id %s); allowed: [%s]",
 				name, r.nodeName, r.server.Name, r.server.ID, strings.Join(allowed, ", "))
 		}
@@ -124,16 +151,12 @@ func (e *Evaluator) checkNames(_ context.Context, r *request) (Decision, error) 
 	return cont()
 }
 
-func (e *Evaluator) addresses(srv *openstack.Server) ([]corev1.NodeAddress, error) {
-	return nodeaddress.For(srv, e.policy.Addresses)
-}
-
 // allowedDNSNames is the node name, the server name, the Hostname
 // addresses, and each of those with each configured suffix, lower case.
 func (e *Evaluator) allowedDNSNames(nodeName, serverName string, hostnames []string) []string {
 	var base []string
 	for _, n := range append([]string{nodeName, serverName}, hostnames...) {
-		n = strings.ToLower(n)
+		n = asciiLower(n)
 		if n != "" && !slices.Contains(base, n) {
 			base = append(base, n)
 		}

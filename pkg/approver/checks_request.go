@@ -127,7 +127,7 @@ func (e *Evaluator) checkSANs(_ context.Context, r *request) (Decision, error) {
 		return deny(ReasonDisallowedSAN, "URI SAN %q is not allowed in a serving certificate", r.cr.URIs[0].String())
 	}
 	for _, name := range r.cr.DNSNames {
-		lower := strings.ToLower(name)
+		lower := asciiLower(name)
 		if strings.Contains(lower, "*") {
 			return deny(ReasonForbiddenDNSName, "DNS SAN %q is a wildcard", name)
 		}
@@ -149,7 +149,7 @@ func (e *Evaluator) ownKubernetesName(lower, nodeName string) bool {
 	if lower == "kubernetes" || strings.HasPrefix(lower, "kubernetes.") {
 		return false
 	}
-	node := strings.ToLower(nodeName)
+	node := asciiLower(nodeName)
 	if lower == node {
 		return true
 	}

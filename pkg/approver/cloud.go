@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
@@ -35,3 +36,15 @@ func (c *rateLimitedCloud) ServerForNode(ctx context.Context, providerID, nodeNa
 	}
 	return c.cloud.ServerForNode(ctx, providerID, nodeName)
 }
+
+// ServerOwnership is up to three Neutron requests (ports, floating IPs,
+// networks); it waits for as many tokens, or the whole burst if smaller.
+func (c *rateLimitedCloud) ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
+	if err := c.limiter.WaitN(ctx, min(ownershipCalls, c.limiter.Burst())); err != nil {
+		return nodeaddress.CloudView{}, fmt.Errorf("wait for cloud rate limit: %w", err)
+	}
+	return c.cloud.ServerOwnership(ctx, srv)
+}
+
+// ownershipCalls is the number of Neutron requests of one ServerOwnership.
+const ownershipCalls = 3

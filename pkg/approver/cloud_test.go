@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,43 @@ type fakeCompute struct {
 }
 
 var _ openstack.Compute = (*fakeCompute)(nil)
+
+// fakeOwnership is Neutron for fakeCompute's servers (derivedView).
+type fakeOwnership struct{ compute *fakeCompute }
+
+func (f fakeOwnership) ServerPorts(ctx context.Context, serverID, projectID string) ([]openstack.Port, error) {
+	srv, err := f.compute.GetServer(ctx, serverID)
+	if err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, p := range derivedView(srv).Ports {
+		if p.ProjectID == projectID {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (f fakeOwnership) FloatingIPsOfPorts(_ context.Context, portIDs []string) ([]openstack.FloatingIP, error) {
+	var out []openstack.FloatingIP
+	for i := range f.compute.servers {
+		for _, fip := range derivedView(&f.compute.servers[i]).FloatingIPs {
+			if slices.Contains(portIDs, fip.PortID) {
+				out = append(out, fip)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.NetworkInfo, error) {
+	var out []openstack.NetworkInfo
+	for _, id := range ids {
+		out = append(out, openstack.NetworkInfo{ID: id, Name: strings.TrimPrefix(id, "net-"), ProjectID: testProject})
+	}
+	return out, nil
+}
 
 func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server, error) {
 	if f.err != nil {
@@ -80,7 +118,7 @@ func TestOpenStackCloudLookups(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := *compute
 			c.err = tt.err
-			e := NewEvaluator(NewOpenStackCloud(&c, tt.region), nodeGetter(tt.nodes...), nil, testPolicy)
+			e := NewEvaluator(NewOpenStackCloud(&c, fakeOwnership{&c}, tt.region, testProject), nodeGetter(tt.nodes...), nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
 			if tt.noDecision {
 				if err == nil || d.Verdict == Approve || d.Verdict == Deny {

@@ -3,6 +3,7 @@ package approver
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/klog/v2"
 
@@ -27,6 +28,9 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 		return nil, fmt.Errorf("--cloud-config: %w", err)
 	}
 	cfg.Addresses = nodeaddress.OptionsFromConfig(cc.Networking)
+	if cfg.ProjectID == "" {
+		cfg.ProjectID = cc.Global.TenantID
+	}
 	if cfg.Cloud != nil {
 		return cfg.Cloud, nil
 	}
@@ -37,20 +41,60 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config %s: %w", cfg.CloudConfig, err)
 	}
-	return NewOpenStackCloud(clients.Compute, clients.Region), nil
+	if cfg.ProjectID == "" {
+		cfg.ProjectID = clients.ProjectID
+	}
+	if cfg.ProjectID == "" {
+		return nil, fmt.Errorf("--cloud-config %s: the credentials are not scoped to a project, so the approver cannot tell which ports are the cluster's: scope them to the cluster's project (tenant-id or tenant-name)", cfg.CloudConfig)
+	}
+	if clients.ProjectID != "" && clients.ProjectID != cfg.ProjectID {
+		return nil, fmt.Errorf("--cloud-config %s: tenant-id %q is not the project the credentials are scoped to (%q)", cfg.CloudConfig, cfg.ProjectID, clients.ProjectID)
+	}
+	return NewOpenStackCloud(clients.Compute, clients.Ownership, clients.Region, cfg.ProjectID), nil
 }
 
-// NewOpenStackCloud returns the Cloud that asks Nova through compute. It
+// NewOpenStackCloud returns the Cloud that asks Nova through compute and
+// Neutron through ownership, for the ports of project projectID. It
 // deliberately does not use the CCM's ServerCache: an approval rests on the
 // cloud's answer now, not on a listing a few seconds old (a floating IP just
 // moved to another server must not be approved for the old one).
-func NewOpenStackCloud(compute openstack.Compute, region string) Cloud {
-	return &openStackCloud{compute: compute, region: region}
+func NewOpenStackCloud(compute openstack.Compute, ownership openstack.Ownership, region, projectID string) Cloud {
+	return &openStackCloud{compute: compute, ownership: ownership, region: region, projectID: projectID}
 }
 
 type openStackCloud struct {
-	compute openstack.Compute
-	region  string
+	compute   openstack.Compute
+	ownership openstack.Ownership
+	region    string
+	projectID string
+}
+
+// ServerOwnership asks Neutron for the server's ports of the project, then
+// the floating IPs on them and their networks: three requests.
+func (c *openStackCloud) ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
+	v := nodeaddress.CloudView{Server: srv}
+	if c.ownership == nil {
+		return v, fmt.Errorf("ownership of server %s: no Neutron client", srv.ID)
+	}
+	ports, err := c.ownership.ServerPorts(ctx, srv.ID, c.projectID)
+	if err != nil {
+		return v, err
+	}
+	v.Ports = ports
+	var portIDs, networkIDs []string
+	for _, p := range ports {
+		portIDs = append(portIDs, p.ID)
+		if !slices.Contains(networkIDs, p.NetworkID) {
+			networkIDs = append(networkIDs, p.NetworkID)
+		}
+	}
+	if v.FloatingIPs, err = c.ownership.FloatingIPsOfPorts(ctx, portIDs); err != nil {
+		return v, err
+	}
+	if v.Networks, err = c.ownership.Networks(ctx, networkIDs); err != nil {
+		return v, err
+	}
+	return v, nil
 }
 
 func (c *openStackCloud) ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error) {

@@ -30,6 +30,12 @@ type Config struct {
 	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
 	// "0" serves nothing.
 	MetricsBindAddress string
+
+	// SignWithCADir, when set, makes the approver the kubelet-serving
+	// signer with the CA in that directory (kubelet-serving-ca.{crt,key}),
+	// issuing certificates valid for ServingCertLifetime.
+	SignWithCADir       string
+	ServingCertLifetime time.Duration
 }
 
 // LeaderElection configures the Lease that makes one replica decide.
@@ -46,12 +52,16 @@ type LeaderElection struct {
 
 // Defaults for the flags and for zero fields.
 const (
-	DefaultLeaseName          = "stackward-approver"
-	DefaultLeaseNamespace     = "kube-system"
-	DefaultMaxPendingPerNode  = 3
-	DefaultCloudQPS           = 20
-	DefaultCloudBurst         = 40
-	DefaultMetricsBindAddress = ":10263"
+	DefaultLeaseName         = "stackward-approver"
+	DefaultLeaseNamespace    = "kube-system"
+	DefaultMaxPendingPerNode = 3
+	DefaultCloudQPS          = 20
+	DefaultCloudBurst        = 40
+	// DefaultMetricsBindAddress is loopback: the pod runs with hostNetwork,
+	// and the endpoint is not authenticated.
+	DefaultMetricsBindAddress = "127.0.0.1:10263"
+	// DefaultServiceCIDR is kubeadm's default (and bootstrap/'s).
+	DefaultServiceCIDR = "10.96.0.0/12"
 )
 
 func (le *LeaderElection) withDefaults() {
@@ -92,6 +102,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CloudQPS > 0 && c.CloudBurst < 1 {
 		errs = append(errs, fmt.Errorf("--cloud-burst: %d must be at least 1 when --cloud-qps is set", c.CloudBurst))
+	}
+	if c.SignWithCADir != "" && c.ServingCertLifetime != 0 && c.ServingCertLifetime < time.Hour {
+		errs = append(errs, fmt.Errorf("--serving-cert-lifetime: %s is shorter than an hour", c.ServingCertLifetime))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("--workers: %d is negative", c.Workers))

@@ -55,6 +55,12 @@ type Options struct {
 	// Resync re-examines pending requests that saw no change (those left
 	// pending by a dry run or over the cap); default 10 minutes.
 	Resync time.Duration
+	// WaitRecheck is how often a request of an instance that is not
+	// running is looked at again; default 15 seconds.
+	WaitRecheck time.Duration
+	// Signer, when set, issues the certificate of every request the
+	// approver approves (--sign-with-ca-dir).
+	Signer Signer
 }
 
 // byUsername indexes CSRs by spec.username, to count a node's pending ones.
@@ -82,6 +88,9 @@ type Controller struct {
 	// they wait for a person and must not hold a node's newer requests
 	// back behind the per-node cap.
 	dryRunPending sync.Map // CSR name → struct{}
+	// waiting holds the last Wait message per request, so its Event is
+	// recorded once per state, not at every recheck.
+	waiting sync.Map // CSR name → string
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -94,6 +103,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Minute
+	}
+	if opts.WaitRecheck <= 0 {
+		opts.WaitRecheck = 15 * time.Second
 	}
 	reg := opts.Registerer
 	if reg == nil {
@@ -203,11 +215,12 @@ func (c *Controller) onChange(obj any) {
 	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return
 	}
-	if isPending(csr) && csr.DeletionTimestamp == nil {
+	if (isPending(csr) && csr.DeletionTimestamp == nil) || (c.opts.Signer != nil && awaitsOurSignature(csr)) {
 		c.queue.Add(csr.Name)
 		return
 	}
 	c.dryRunPending.Delete(csr.Name)
+	c.waiting.Delete(csr.Name)
 	if c.opts.MaxPendingPerNode > 0 {
 		for _, other := range c.pendingOf(csr.Spec.Username) {
 			c.queue.Add(other.Name)

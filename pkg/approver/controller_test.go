@@ -139,7 +139,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, want map[s
 func TestControllerApprovesDeniesAndRecords(t *testing.T) {
 	good := makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}, dns: []string{"node-a"}})
 	stolenIP := makeCSR(t, csrSpec{name: "stolen-ip", node: "node-a", ips: []string{"10.0.0.11"}})
-	early := makeCSR(t, csrSpec{name: "early-join", node: "node-off", ips: []string{"10.0.0.12"}}) // no Node object yet
+	early := makeCSR(t, csrSpec{name: "early-join", node: "kubernetes-worker-1", ips: []string{"10.0.0.18"}}) // no Node object yet
 	other := makeCSR(t, csrSpec{name: "client", node: "node-a", signer: certificatesv1.KubeAPIServerClientKubeletSignerName, ips: []string{"10.0.0.11"}})
 	decided := makeCSR(t, csrSpec{name: "decided", node: "node-a", ips: []string{"10.0.0.11"}})
 	decided.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "SomeoneElse"}}

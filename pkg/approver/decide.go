@@ -23,8 +23,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get CSR %s from cache: %w", name, err)
 	}
-	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || !isPending(csr) || csr.DeletionTimestamp != nil {
-		return nil // not ours, or already decided: never touched twice
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.DeletionTimestamp != nil {
+		return nil // not ours
+	}
+	resign := c.opts.Signer != nil && awaitsOurSignature(csr)
+	if !isPending(csr) && !resign {
+		return nil // already decided: never touched twice
 	}
 	logger := klog.FromContext(ctx).WithValues("csr", name, "user", csr.Spec.Username)
 	if node, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix); ok {
@@ -59,13 +63,30 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 
 	var outcome string
+	if d.Verdict != Wait {
+		c.waiting.Delete(name)
+	}
 	switch d.Verdict {
+	case Wait:
+		outcome = outcomeWaiting
+		if last, seen := c.waiting.Swap(name, d.Message); !seen || last != d.Message {
+			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Left pending: "+d.Message)
+		}
+		c.queue.AddAfter(name, c.opts.WaitRecheck)
 	case Approve:
 		outcome = outcomeApproved
-		if err := c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
-			return c.updateFailed(ctx, start, err)
+		approved := csr
+		if !resign {
+			if approved, err = c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
+				return c.updateFailed(ctx, start, err)
+			}
+			c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 		}
-		c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
+		if c.opts.Signer != nil && approved != nil {
+			if err := c.sign(ctx, approved); err != nil {
+				return c.updateFailed(ctx, start, err)
+			}
+		}
 	case Deny:
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
@@ -77,7 +98,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			break
 		}
 		outcome = outcomeDenied
-		if err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
+		if resign {
+			// Approved earlier, no longer verifiable: leave it unsigned.
+			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Approved earlier but not signed: "+d.Message)
+			break
+		}
+		if _, err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
 			return c.updateFailed(ctx, start, err)
 		}
 		c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Denied: "+d.Message)
@@ -93,7 +119,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // setCondition writes the Approved or Denied condition through the
 // approval subresource. A conflict is returned: the retry sees the newer
 // object (and skips it if someone else decided meanwhile).
-func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, d Decision) error {
+func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, d Decision) (*certificatesv1.CertificateSigningRequest, error) {
 	upd := csr.DeepCopy()
 	now := metav1.NewTime(c.now())
 	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
@@ -104,14 +130,14 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 		LastUpdateTime:     now,
 		LastTransitionTime: now,
 	})
-	_, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{})
+	got, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
+		return nil, fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
 	}
-	return nil
+	return got, nil
 }
 
 // updateFailed accounts for a decision the apiserver did not take (a

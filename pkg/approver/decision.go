@@ -14,6 +14,10 @@ const (
 	Deny
 	// Ignore ends evaluation without touching the request: it is not ours.
 	Ignore
+	// Wait ends evaluation leaving the request pending, with an Event, to
+	// be looked at again later: the answer may change (an instance that is
+	// shut off may be started).
+	Wait
 )
 
 func (v Verdict) String() string {
@@ -26,6 +30,8 @@ func (v Verdict) String() string {
 		return "deny"
 	case Ignore:
 		return "ignore"
+	case Wait:
+		return "wait"
 	}
 	return fmt.Sprintf("verdict(%d)", int(v))
 }
@@ -62,6 +68,20 @@ const (
 	ReasonIPNotOfInstance      = "IPNotOfInstance"
 	ReasonDNSNameNotOfInstance = "DNSNameNotOfInstance"
 	ReasonSARDenied            = "SubjectAccessReviewDenied"
+	// ReasonForbiddenIP: an IP no kubelet may have (Service CIDR,
+	// control-plane endpoint, loopback, link-local, multicast, unspecified).
+	ReasonForbiddenIP = "ForbiddenIP"
+	// ReasonUntrustedAddress: the cloud reports the IP for the instance,
+	// but not as an address the cloud controls (an accessIPv4, a port of
+	// another project or network); the message says which.
+	ReasonUntrustedAddress = "UntrustedAddress"
+	// ReasonInstanceOtherProject: the instance is not in the cluster's project.
+	ReasonInstanceOtherProject = "InstanceOfOtherProject"
+	// ReasonNonASCIIName: a node or server name with non-ASCII characters.
+	ReasonNonASCIIName = "NonASCIIName"
+	// ReasonInstanceNotRunning (Wait): the instance cannot run a kubelet
+	// now; the request stays pending until it does.
+	ReasonInstanceNotRunning = "InstanceNotRunning"
 
 	// Reasons of outcomes that are not decisions (metrics, Events, logs).
 	reasonOtherSigner   = "OtherSigner"

@@ -4,12 +4,15 @@
 // Nothing in Kubernetes approves serving CSRs, and the Node object is partly
 // written by the kubelet itself, so it cannot vouch for the names a kubelet
 // asks for. This package approves a request only when every IP SAN is an
-// address the cloud reports for the requesting node's instance (computed by
-// the same nodeaddress package the CCM publishes with, so the two never
-// drift) and every DNS SAN is one of that instance's names.
+// address the cloud itself controls for the requesting node's instance (a
+// fixed IP of one of its ports in the cluster's project, or a floating IP on
+// one; never a user-set accessIPv4, the Service CIDR or the control-plane
+// endpoint), decided by nodeaddress.Trusted as a subset of what the CCM
+// publishes, and every DNS SAN is one of that instance's names. A request
+// of an instance that cannot be running (SHUTOFF and the like) waits.
 //
 // A decision is a value: an ordered list of small named checks each return
-// Approve, Deny or Continue with a reason. An error means "could not decide":
+// Approve, Deny, Wait or Continue with a reason. An error means "could not decide":
 // the request stays pending and is retried with backoff. The rule is "deny
 // only on certainty, never approve on doubt": a cloud or apiserver failure
 // never becomes a denial, and only a definitive answer (the cloud says the

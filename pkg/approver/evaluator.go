@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -16,14 +17,19 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// Cloud finds the instance behind a node. It is the approver's only
-// question to the cloud.
+// Cloud finds the instance behind a node and what Neutron says it owns.
+// These are the approver's only questions to the cloud; a wrapper (rate
+// limiting, coalescing) must forward both.
 type Cloud interface {
 	// ServerForNode returns the server with providerID when it is not
 	// empty, else the server whose name is exactly nodeName. A server that
 	// does not exist is openstack.ErrNotFound; several servers of that name
 	// are openstack.ErrAmbiguous; any other error means "could not tell".
 	ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error)
+	// ServerOwnership returns the server's ports of the cluster's project,
+	// the floating IPs on them and their networks, for nodeaddress.Trusted.
+	// Any error means "could not tell".
+	ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error)
 }
 
 // NodeGetter returns the Node of that name, or (nil, nil) when there is
@@ -45,6 +51,22 @@ type Policy struct {
 	MaxExpiration time.Duration
 	// Addresses shapes the instance's addresses exactly as the CCM does.
 	Addresses nodeaddress.Options
+	// ProjectID is the cluster's project (the cloud.conf's, or its token's
+	// scope): an instance of another project is denied, and only its ports
+	// and floating IPs are trusted. Empty: not checked (tests only; Run
+	// always sets it).
+	ProjectID string
+	// NetworkIDs, when set, are the only networks whose fixed IPs are
+	// trusted (--trusted-network-id); otherwise the CCM's network names and
+	// the networks' ownership decide.
+	NetworkIDs []string
+	// AllowAccessIPs trusts accessIPv4/v6, which any project member can set
+	// (--allow-access-ips).
+	AllowAccessIPs bool
+	// ServiceCIDRs and ControlPlaneEndpoints are never certified, nor are
+	// loopback, link-local, multicast and unspecified addresses.
+	ServiceCIDRs          []netip.Prefix
+	ControlPlaneEndpoints []netip.Addr
 }
 
 // Evaluator runs the ordered checks over one request. It never writes
@@ -74,6 +96,8 @@ type request struct {
 	lookup   string // how the server was found, for messages
 	// addresses are the instance's addresses as nodeaddress computes them.
 	addresses []corev1.NodeAddress
+	// trust is which of them the cloud controls.
+	trust nodeaddress.Trust
 }
 
 // NewEvaluator returns an Evaluator. nodes may be nil (the instance is then
@@ -88,6 +112,7 @@ func NewEvaluator(cloud Cloud, nodes NodeGetter, sar SubjectAccessReviewer, poli
 		{"requestor", checkRequestor},
 		{"usages", checkUsages},
 		{"subject-alt-names", e.checkSANs},
+		{"forbidden-ips", e.checkForbiddenIPs},
 		{"extensions", checkExtensions},
 		{"key", checkKey},
 		{"expiration", e.checkExpiration},
@@ -101,7 +126,7 @@ func NewEvaluator(cloud Cloud, nodes NodeGetter, sar SubjectAccessReviewer, poli
 func normalizePolicy(p Policy) Policy {
 	var suffixes []string
 	for _, s := range p.DNSSuffixes {
-		s = strings.ToLower(strings.Trim(strings.TrimSpace(s), "."))
+		s = asciiLower(strings.Trim(strings.TrimSpace(s), "."))
 		if s != "" {
 			suffixes = append(suffixes, s)
 		}

@@ -71,6 +71,8 @@ func explainWithClient(ctx context.Context, cfg Config, client kubernetes.Interf
 		fmt.Fprintf(w, "=> would deny %s, left pending (--leave-pending-on-deny)\n", d.Reason)
 	case d.Verdict == Deny:
 		fmt.Fprintf(w, "=> deny %s\n", d.Reason)
+	case d.Verdict == Wait:
+		fmt.Fprintf(w, "=> left pending %s: %s\n", d.Reason, d.Message)
 	default:
 		fmt.Fprintf(w, "=> ignored: %s\n", d.Message)
 	}

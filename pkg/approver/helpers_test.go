@@ -12,8 +12,11 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
@@ -159,7 +163,49 @@ type fakeCloud struct {
 	servers []openstack.Server
 	err     error // returned by every call when set
 	calls   []string
+	// views override what Neutron says a server (by ID) owns; without one
+	// it owns exactly its Nova addresses (see derivedView).
+	views  map[string]nodeaddress.CloudView
+	ownErr error // returned by ServerOwnership when set
 }
+
+func (c *fakeCloud) ServerOwnership(_ context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, "ownership|"+srv.ID)
+	if c.ownErr != nil {
+		return nodeaddress.CloudView{}, c.ownErr
+	}
+	if v, ok := c.views[srv.ID]; ok {
+		return v, nil
+	}
+	return derivedView(srv), nil
+}
+
+// derivedView is what Neutron says of a well-behaved server of project
+// "proj": one port per Nova network (network "net-<name>" of "proj"), with
+// the fixed addresses, and the floating ones on that port.
+func derivedView(srv *openstack.Server) nodeaddress.CloudView {
+	v := nodeaddress.CloudView{Server: srv}
+	for _, name := range slices.Sorted(maps.Keys(srv.Addresses)) {
+		p := openstack.Port{ID: "port-" + srv.ID + "-" + name, DeviceID: srv.ID, ProjectID: testProject, NetworkID: "net-" + name}
+		for _, a := range srv.Addresses[name] {
+			if a.Type != openstack.AddressFloating {
+				p.FixedIPs = append(p.FixedIPs, openstack.FixedIP{IPAddress: a.Addr})
+			}
+		}
+		for _, a := range srv.Addresses[name] {
+			if a.Type == openstack.AddressFloating {
+				v.FloatingIPs = append(v.FloatingIPs, openstack.FloatingIP{ID: "fip-" + a.Addr, Address: a.Addr, PortID: p.ID, ProjectID: testProject})
+			}
+		}
+		v.Ports = append(v.Ports, p)
+		v.Networks = append(v.Networks, openstack.NetworkInfo{ID: p.NetworkID, Name: name, ProjectID: testProject})
+	}
+	return v
+}
+
+const testProject = "proj"
 
 func (c *fakeCloud) ServerForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
 	c.mu.Lock()
@@ -194,16 +240,37 @@ func server(id, name, status, fixed, floating string) openstack.Server {
 	if floating != "" {
 		addrs = append(addrs, openstack.ServerAddress{Addr: floating, Version: 4, Type: openstack.AddressFloating})
 	}
-	return openstack.Server{ID: id, Name: name, Status: status, Addresses: map[string][]openstack.ServerAddress{"private": addrs}}
+	return openstack.Server{ID: id, Name: name, Status: status, TenantID: testProject, Addresses: map[string][]openstack.ServerAddress{"private": addrs}}
 }
 
 // testCloud: node-a and node-b are running, node-off is shut off, node-dead
 // is deleted, two servers are named twin, node-bad has an address that is
-// not an IP.
+// not an IP. The attackers: node-acc set its accessIPv4; node-svc has a
+// port in the Service CIDR; node-other is another project's; node-xport's
+// port and node-xnet's network belong to another project; node-noport has
+// an address Nova lists but no port of the project carries; the server of
+// Node node-k is named with a KELVIN SIGN.
 func testCloud() *fakeCloud {
 	bad := server("id-bad", "node-bad", openstack.StatusActive, "10.0.0.66", "")
 	bad.Addresses["private"] = append(bad.Addresses["private"], openstack.ServerAddress{Addr: "not-an-ip", Type: openstack.AddressFixed})
-	return &fakeCloud{servers: []openstack.Server{
+	acc := server("id-acc", "node-acc", openstack.StatusActive, "10.0.0.20", "")
+	acc.AccessIPv4 = "203.0.113.20"
+	svc := server("id-svc", "node-svc", openstack.StatusActive, "10.0.0.21", "")
+	svc.Addresses["private"] = append(svc.Addresses["private"], openstack.ServerAddress{Addr: "10.96.0.1", Version: 4, Type: openstack.AddressFixed})
+	other := server("id-other", "node-other", openstack.StatusActive, "10.0.0.22", "")
+	other.TenantID = "other"
+	xport := server("id-xport", "node-xport", openstack.StatusActive, "10.0.0.23", "")
+	xportView := derivedView(&xport)
+	xportView.Ports[0].ProjectID = "other"
+	xnet := server("id-xnet", "node-xnet", openstack.StatusActive, "10.0.0.24", "")
+	xnetView := derivedView(&xnet)
+	xnetView.Networks[0].ProjectID = "other"
+	noport := server("id-noport", "node-noport", openstack.StatusActive, "10.0.0.25", "")
+	return &fakeCloud{views: map[string]nodeaddress.CloudView{
+		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport},
+	}, servers: []openstack.Server{
+		acc, svc, other, xport, xnet, noport,
+		server("id-kelvin", "node-\u212a", openstack.StatusActive, "10.0.0.26", ""),
 		server("id-a", "node-a", openstack.StatusActive, "10.0.0.10", "198.18.0.10"),
 		server("id-b", "node-b", openstack.StatusActive, "10.0.0.11", "198.18.0.11"),
 		server("id-off", "node-off", openstack.StatusShutoff, "10.0.0.12", ""),
@@ -232,4 +299,5 @@ func nodeGetter(nodes ...*corev1.Node) NodeGetter {
 	}
 }
 
-var testPolicy = Policy{DNSSuffixes: []string{".cluster.example."}, MaxExpiration: 48 * time.Hour}
+var testPolicy = Policy{DNSSuffixes: []string{".cluster.example."}, MaxExpiration: 48 * time.Hour, ProjectID: testProject,
+	ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, ControlPlaneEndpoints: []netip.Addr{netip.MustParseAddr("10.0.0.2")}}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net"
+	"strings"
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -53,7 +54,7 @@ func kubeletCSR(t *testing.T, nodeName string, addrs []corev1.NodeAddress, key c
 // RSA and ECDSA keys, dual-stack, several networks and access IPs; and the
 // early-join form (only --node-ip and the hostname) too.
 func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
-	srv := openstack.Server{ID: "id-dual", Name: "worker-1", Status: openstack.StatusActive, AccessIPv4: "203.0.113.9",
+	srv := openstack.Server{ID: "id-dual", Name: "worker-1", Status: openstack.StatusActive, AccessIPv4: "203.0.113.9", TenantID: testProject,
 		Addresses: map[string][]openstack.ServerAddress{
 			"private": {{Addr: "10.0.0.21", Version: 4, Type: openstack.AddressFixed}, {Addr: "fd00::21", Version: 6, Type: openstack.AddressFixed},
 				{Addr: "198.18.0.21", Version: 4, Type: openstack.AddressFloating}},
@@ -67,12 +68,21 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 		}
 		policy := testPolicy
 		policy.Addresses = opts
+		policy.AllowAccessIPs = true
 		e := NewEvaluator(cloud, nodeGetter(node("worker-1", "openstack:///id-dual")), nil, policy)
 		for _, key := range []string{"rsa2048", "p256"} {
 			d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", addrs, testKeys()[key]))
 			if err != nil || d.Verdict != Approve {
 				t.Errorf("options %+v, key %s: %s/%s (%s), %v; want approved", opts, key, d.Verdict, d.Reason, d.Message, err)
 			}
+		}
+		// Without --allow-access-ips the CCM still publishes the access
+		// IP, but the approver does not certify it.
+		policy.AllowAccessIPs = false
+		e = NewEvaluator(cloud, nodeGetter(node("worker-1", "openstack:///id-dual")), nil, policy)
+		d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", addrs, testKeys()["p256"]))
+		if err != nil || d.Verdict != Deny || d.Reason != ReasonUntrustedAddress || !strings.Contains(d.Message, "203.0.113.9") {
+			t.Errorf("options %+v without --allow-access-ips: %s/%s (%s), %v; want denied naming the access IP", opts, d.Verdict, d.Reason, d.Message, err)
 		}
 	}
 	early := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.21"}, {Type: corev1.NodeHostName, Address: "worker-1"}}
@@ -86,7 +96,7 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 	policy := testPolicy
 	policy.Addresses = nodeaddress.Options{InternalNetworkNames: []string{"private"}}
 	e = NewEvaluator(cloud, nil, nil, policy)
-	if d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", all, testKeys()["p256"])); err != nil || d.Verdict != Deny || d.Reason != ReasonIPNotOfInstance {
+	if d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", all, testKeys()["p256"])); err != nil || d.Verdict != Deny || d.Reason != ReasonUntrustedAddress {
 		t.Errorf("address on a network the CCM leaves out: %s/%s (%s), %v; want denied", d.Verdict, d.Reason, d.Message, err)
 	}
 }

@@ -14,6 +14,7 @@ const (
 	outcomeLeftPending = "left_pending" // would deny, but --leave-pending-on-deny
 	outcomeRequeued    = "requeued"     // could not decide; retried with backoff
 	outcomeDeferred    = "deferred"     // over the per-node cap; looked at later
+	outcomeWaiting     = "waiting"      // the instance is not running; looked at again later
 )
 
 // metrics are registered on the Registerer the caller passes in, never on
@@ -28,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackward_csr_decisions_total",
-			Help: "Kubelet serving CSRs handled, by outcome (approved, denied, left_pending, requeued, deferred) and reason.",
+			Help: "Kubelet serving CSRs handled, by outcome (approved, denied, left_pending, requeued, deferred, waiting) and reason.",
 		}, []string{"decision", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stackward_csr_decision_duration_seconds",

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/stackward/stackward/pkg/pki"
 	"github.com/stackward/stackward/pkg/version"
 )
 
@@ -80,6 +81,16 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 	cloud, err := buildCloud(ctx, &cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.SignWithCADir != "" {
+		ca, err := pki.Load(cfg.SignWithCADir)
+		if err != nil {
+			return fmt.Errorf("--sign-with-ca-dir %s: %w", cfg.SignWithCADir, err)
+		}
+		if cfg.Signer, err = pki.NewServingSigner(ca, cfg.ServingCertLifetime); err != nil {
+			return fmt.Errorf("--serving-cert-lifetime: %w", err)
+		}
+		logger.Info("Signing approved kubelet serving certificates", "ca", ca.Cert.Subject.CommonName, "caDir", cfg.SignWithCADir)
 	}
 	c, err := NewController(client, cloud, cfg.Options)
 	if err != nil {

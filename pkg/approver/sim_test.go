@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,8 @@ func TestAgainstTheSimulator(t *testing.T) {
 	seed.Servers = []cloudsim.ServerSpec{
 		{Name: "node-1", Flavor: "m1.small", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.11", FloatingNetwork: "public"}}},
 		{Name: "node-2", Flavor: "m1.small", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.12"}}},
+		{Name: "node-3", Flavor: "m1.small", AccessIPv4: "203.0.113.30", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.13"}}},
+		{Name: "node-4", Flavor: "m1.small", Status: "SHUTOFF", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.14"}}},
 	}
 	sim, err := cloudsim.New(cloudsim.Options{Seed: seed, RandSeed: 1})
 	if err != nil {
@@ -55,8 +58,10 @@ func TestAgainstTheSimulator(t *testing.T) {
 		makeCSR(t, csrSpec{name: "node-1-serving", node: "node-1", ips: []string{"10.0.0.11", floating}, dns: []string{"node-1"}}),
 		makeCSR(t, csrSpec{name: "node-1-steals", node: "node-1", ips: []string{"10.0.0.11", "10.0.0.12"}}),
 		makeCSR(t, csrSpec{name: "node-2-early", node: "node-2", ips: []string{"10.0.0.12"}}),
+		makeCSR(t, csrSpec{name: "node-3-access-ip", node: "node-3", ips: []string{"10.0.0.13", "203.0.113.30"}}),
+		makeCSR(t, csrSpec{name: "node-4-shutoff", node: "node-4", ips: []string{"10.0.0.14"}}),
 	)
-	cfg := Config{Options: Options{RateLimiter: fastRetries()}, CloudConfig: conf, MetricsBindAddress: "0"}
+	cfg := Config{Options: Options{RateLimiter: fastRetries(), WaitRecheck: 50 * time.Millisecond}, CloudConfig: conf, MetricsBindAddress: "0"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +84,17 @@ func TestAgainstTheSimulator(t *testing.T) {
 	}
 	if c := waitCondition(t, client, "node-2-early"); c.Type != certificatesv1.CertificateApproved {
 		t.Errorf("node-2-early: %+v, want Approved by name before its Node exists", c)
+	}
+
+	if c := waitCondition(t, client, "node-3-access-ip"); c.Type != certificatesv1.CertificateDenied || c.Reason != ReasonUntrustedAddress || !strings.Contains(c.Message, "203.0.113.30") {
+		t.Errorf("node-3-access-ip: %+v, want Denied/%s naming the access IP", c, ReasonUntrustedAddress)
+	}
+	waitEvent(t, client, "node-4-shutoff", ReasonInstanceNotRunning)
+	if err := sim.SetServerStatus(ids["node-4"], "ACTIVE"); err != nil {
+		t.Fatal(err)
+	}
+	if c := waitCondition(t, client, "node-4-shutoff"); c.Type != certificatesv1.CertificateApproved {
+		t.Errorf("node-4-shutoff after start: %+v, want Approved", c)
 	}
 
 	// A Nova outage leaves a new request pending; it is approved after.

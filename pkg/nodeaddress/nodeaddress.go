@@ -1,7 +1,8 @@
 // Package nodeaddress is the one place that decides which addresses a Node
 // has, from what Nova says about its server. The CCM publishes exactly these
-// addresses and the CSR approver accepts exactly these, so the two can never
-// drift apart: change the rules here and both follow.
+// addresses, and the CSR approver accepts a subset of these (Trusted: only
+// what the cloud itself controls), so the two can never drift apart: change
+// the rules here and both follow.
 //
 // The rules follow the upstream OpenStack CCM where users depend on them:
 //   - a fixed address is an InternalIP, or an ExternalIP when its network is
@@ -19,9 +20,11 @@
 // in network order. Finally address-sort-order moves the addresses inside
 // its CIDRs to the front, in the order of the list (a stable sort).
 //
-// Addresses come from the server alone, not from its Neutron ports: Nova's
-// addresses already list the fixed IPs of every port, and leaving ports out
-// keeps a node lookup to one cloud call.
+// For uses the server alone, not its Neutron ports: Nova's addresses
+// already list the fixed IPs of every port, and leaving ports out keeps the
+// CCM's node lookup to one cloud call. What may be certified is stricter
+// (trust.go): the approver also asks Neutron which ports and floating IPs
+// the server owns, and trusts only those of them For also publishes.
 package nodeaddress
 
 import (

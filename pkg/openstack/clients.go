@@ -33,6 +33,11 @@ type ClientOptions struct {
 type Clients struct {
 	Compute Compute
 	Network Network
+	// Ownership answers which ports and floating IPs a server owns.
+	Ownership Ownership
+	// ProjectID is the project the token is scoped to ("" when the scope
+	// is not a project, e.g. a domain).
+	ProjectID string
 	// Region is the configured region ("" when the cloud has one).
 	Region string
 	// Caller is the instrumented helper the adapters share; new adapters
@@ -87,13 +92,16 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	if err != nil {
 		return nil, err
 	}
+	neutron := &gopherNetwork{client: network, caller: caller}
 	return &Clients{
-		Compute:  newGopherCompute(compute, caller),
-		Network:  &gopherNetwork{client: network, caller: caller},
-		Region:   g.Region,
-		Caller:   caller,
-		Provider: provider,
-		Endpoint: eo,
+		Compute:   newGopherCompute(compute, caller),
+		Network:   neutron,
+		Ownership: neutron,
+		ProjectID: authProject(provider),
+		Region:    g.Region,
+		Caller:    caller,
+		Provider:  provider,
+		Endpoint:  eo,
 	}, nil
 }
 

@@ -32,20 +32,29 @@ func (n *gopherNetwork) ListPorts(ctx context.Context, deviceID string) ([]Port,
 	}
 	out := make([]Port, 0, len(list))
 	for _, p := range list {
-		port := Port{
-			ID:         p.ID,
-			Name:       p.Name,
-			NetworkID:  p.NetworkID,
-			DeviceID:   p.DeviceID,
-			MACAddress: p.MACAddress,
-		}
-		for _, ip := range p.FixedIPs {
-			port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})
-		}
-		for _, pair := range p.AllowedAddressPairs {
-			port.AllowedAddressPairs = append(port.AllowedAddressPairs, AddressPair{IPAddress: pair.IPAddress, MACAddress: pair.MACAddress})
-		}
-		out = append(out, port)
+		out = append(out, toPort(p))
 	}
 	return out, nil
+}
+
+func toPort(p ports.Port) Port {
+	project := p.ProjectID
+	if project == "" {
+		project = p.TenantID
+	}
+	port := Port{
+		ID:         p.ID,
+		Name:       p.Name,
+		NetworkID:  p.NetworkID,
+		DeviceID:   p.DeviceID,
+		ProjectID:  project,
+		MACAddress: p.MACAddress,
+	}
+	for _, ip := range p.FixedIPs {
+		port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})
+	}
+	for _, pair := range p.AllowedAddressPairs {
+		port.AllowedAddressPairs = append(port.AllowedAddressPairs, AddressPair{IPAddress: pair.IPAddress, MACAddress: pair.MACAddress})
+	}
+	return port
 }

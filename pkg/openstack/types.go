@@ -48,6 +48,7 @@ type Port struct {
 	Name                string
 	NetworkID           string
 	DeviceID            string
+	ProjectID           string
 	MACAddress          string
 	FixedIPs            []FixedIP
 	AllowedAddressPairs []AddressPair

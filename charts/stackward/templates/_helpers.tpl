@@ -16,6 +16,16 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The approver's own ServiceAccount: it reads Nodes and approves kubelet
+serving CSRs, and nothing of the CCM's (no Node writes). */}}
+{{- define "stackward.approverServiceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (printf "%s-approver" (include "stackward.fullname" .) | trunc 63 | trimSuffix "-") .Values.serviceAccount.approverName -}}
+{{- else -}}
+{{- required "serviceAccount.approverName is required when serviceAccount.create is false" .Values.serviceAccount.approverName -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Labels on every object of the chart. */}}
 {{- define "stackward.labels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
@@ -96,4 +106,15 @@ Secret. */}}
 {{- range $name, $content := $c.extraFiles }}
 {{ $name }}: {{ $content | b64enc }}
 {{- end }}
+{{- end -}}
+
+{{/* host:port for a bind flag; IPv6 literals get brackets. */}}
+{{- define "stackward.hostPort" -}}
+{{- $host := index . 0 -}}
+{{- $port := index . 1 -}}
+{{- if contains ":" $host -}}
+{{- printf "[%s]:%v" $host $port -}}
+{{- else -}}
+{{- printf "%s:%v" $host $port -}}
+{{- end -}}
 {{- end -}}

@@ -1,0 +1,95 @@
+package approver
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/stackward/stackward/pkg/nodeaddress"
+)
+
+// The address-trust part of the policy: which IPs may ever be certified,
+// which instance states may be, and how names compare.
+
+// notRunning are the Nova statuses in which no kubelet can be running on
+// the instance: a request from it is left pending (not denied: the server
+// may well be started again) until the instance runs. REBOOT, MIGRATING,
+// RESIZE and the like are transient states of a running instance.
+var notRunning = []string{"SHUTOFF", "SUSPENDED", "PAUSED", "SHELVED", "SHELVED_OFFLOADED", "ERROR"}
+
+// forbiddenRanges are the configured ranges never put in a certificate.
+func (p Policy) forbiddenRanges() []nodeaddress.Range {
+	var out []nodeaddress.Range
+	for _, c := range p.ServiceCIDRs {
+		out = append(out, nodeaddress.Range{Prefix: c.Masked(), What: "the Service CIDR"})
+	}
+	for _, ip := range p.ControlPlaneEndpoints {
+		ip = ip.Unmap()
+		out = append(out, nodeaddress.Range{Prefix: netip.PrefixFrom(ip, ip.BitLen()), What: "the control-plane endpoint"})
+	}
+	return out
+}
+
+func (p Policy) trustOptions() nodeaddress.TrustOptions {
+	return nodeaddress.TrustOptions{
+		Options:        p.Addresses,
+		ProjectID:      p.ProjectID,
+		NetworkIDs:     slices.Clone(p.NetworkIDs),
+		AllowAccessIPs: p.AllowAccessIPs,
+		Forbidden:      p.forbiddenRanges(),
+	}
+}
+
+// checkForbiddenIPs denies, before asking the cloud, an IP SAN that must
+// never be in a kubelet serving certificate whatever the cloud says: the
+// Service CIDRs (10.96.0.1 is the apiserver for every pod), the
+// control-plane endpoint, loopback, link-local, multicast, unspecified.
+func (e *Evaluator) checkForbiddenIPs(_ context.Context, r *request) (Decision, error) {
+	ranges := e.policy.forbiddenRanges()
+	for _, sanIP := range r.cr.IPAddresses {
+		ip, ok := netip.AddrFromSlice(sanIP)
+		if !ok {
+			return deny(ReasonInvalidRequest, "IP SAN %v is not an IP address", sanIP)
+		}
+		if why, bad := nodeaddress.Forbidden(ip.Unmap(), ranges); bad {
+			return deny(ReasonForbiddenIP, "IP SAN %s is never allowed in a kubelet serving certificate: %s", ip.Unmap(), why)
+		}
+	}
+	return cont()
+}
+
+// asciiLower folds A-Z only. strings.ToLower folds Unicode too, so that
+// "\u212a" (KELVIN SIGN) would equal "k": two different names must never
+// compare equal.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// nonASCII returns the first byte offset of a non-ASCII character, or -1.
+func nonASCII(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return i
+		}
+	}
+	return -1
+}
+
+func checkASCII(what, s string) (Decision, bool) {
+	if i := nonASCII(s); i >= 0 {
+		d, _ := deny(ReasonNonASCIIName, "%s %q has a non-ASCII character at byte %d; names are compared as ASCII only, so it cannot be verified", what, s, i)
+		return d, true
+	}
+	return Decision{}, false
+}
+
+func describeNotRunning(status string) string {
+	return fmt.Sprintf("status %s: no kubelet can be running on it", status)
+}

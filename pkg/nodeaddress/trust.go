@@ -1,0 +1,248 @@
+package nodeaddress
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// The approver puts a node's addresses into a certificate that the
+// apiserver trusts for that node. For that it may rely only on addresses the
+// cloud itself controls, and only on a subset of what For publishes (so the
+// CCM and the approver cannot drift). Trusted is that decision, a pure
+// function of what the cloud answered, so a batched lookup can feed it the
+// same data as a single one.
+
+// CloudView is what the cloud said about one server: the server (Nova),
+// the ports whose device_id is the server (Neutron, already filtered by
+// project), the floating IPs on those ports and the ports' networks.
+type CloudView struct {
+	Server      *openstack.Server
+	Ports       []openstack.Port
+	FloatingIPs []openstack.FloatingIP
+	Networks    []openstack.NetworkInfo
+}
+
+// TrustOptions are the approver's rules on top of the CCM's Options.
+type TrustOptions struct {
+	// Options are the CCM's: only what For publishes can be trusted.
+	Options
+	// ProjectID is the cluster's project: ports, their networks (unless
+	// shared by an administrator) and floating IPs must belong to it.
+	ProjectID string
+	// NetworkIDs, when set, are the only networks whose fixed IPs are
+	// trusted. Without them, networks are chosen by the CCM's
+	// internal/public network names (when set) and by ownership.
+	NetworkIDs []string
+	// AllowAccessIPs trusts accessIPv4/v6, which any project member can set.
+	AllowAccessIPs bool
+	// Forbidden ranges are never trusted, whatever the cloud says.
+	Forbidden []Range
+}
+
+// Range is a forbidden prefix and what it is, for messages.
+type Range struct {
+	Prefix netip.Prefix
+	What   string // e.g. "the Service CIDR", "the control-plane endpoint"
+}
+
+// Trust is the outcome: the trusted IPs, and for every other IP the cloud
+// reported for the server, why it is not trusted.
+type Trust struct {
+	Trusted   []netip.Addr
+	Untrusted map[netip.Addr]string
+	// Published is what the CCM publishes for the server (For).
+	Published []corev1.NodeAddress
+}
+
+// IsTrusted reports whether ip is one of the trusted addresses.
+func (t Trust) IsTrusted(ip netip.Addr) bool { return slices.Contains(t.Trusted, ip.Unmap()) }
+
+// Trusted decides which of the server's addresses the approver may put in
+// a serving certificate: a fixed IP of one of its ports on a trusted
+// network, or a floating IP on such a port; accessIPv4/v6 only when
+// allowed; each also published by For and outside every forbidden range.
+// An answer it cannot interpret (a network of a port missing, an address
+// that is not an IP) is an error: the caller must not decide on it.
+func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
+	srv := v.Server
+	published, err := For(srv, opts.Options)
+	if err != nil {
+		return Trust{}, err
+	}
+	t := Trust{Untrusted: map[netip.Addr]string{}, Published: published}
+	inPublished := map[netip.Addr]bool{}
+	for _, a := range published {
+		if a.Type == corev1.NodeHostName {
+			continue
+		}
+		ip, err := parse(a.Address)
+		if err != nil {
+			return Trust{}, err
+		}
+		inPublished[ip] = true
+	}
+	networks := map[string]openstack.NetworkInfo{}
+	for _, n := range v.Networks {
+		networks[n.ID] = n
+	}
+
+	candidates := map[netip.Addr]string{} // trusted so far → where from
+	reject := func(ip netip.Addr, why string) {
+		if _, seen := t.Untrusted[ip]; !seen {
+			t.Untrusted[ip] = why
+		}
+	}
+	trustedPorts := map[string]openstack.Port{}
+	for _, p := range v.Ports {
+		why, err := portDistrust(p, srv.ID, networks, opts)
+		if err != nil {
+			return Trust{}, err
+		}
+		for _, f := range p.FixedIPs {
+			ip, err := parse(f.IPAddress)
+			if err != nil {
+				return Trust{}, fmt.Errorf("port %s of server %s: %w", p.ID, srv.ID, err)
+			}
+			if why != "" {
+				reject(ip, why)
+				continue
+			}
+			candidates[ip] = fmt.Sprintf("a fixed IP of port %s", p.ID)
+		}
+		if why == "" {
+			trustedPorts[p.ID] = p
+		}
+	}
+	for _, f := range v.FloatingIPs {
+		ip, err := parse(f.Address)
+		if err != nil {
+			return Trust{}, fmt.Errorf("floating IP %s: %w", f.ID, err)
+		}
+		p, ok := trustedPorts[f.PortID]
+		switch {
+		case !ok:
+			reject(ip, fmt.Sprintf("floating IP %s is on port %q, not on a trusted port of the server", f.ID, f.PortID))
+		case opts.ProjectID != "" && f.ProjectID != opts.ProjectID:
+			reject(ip, fmt.Sprintf("floating IP %s belongs to project %q, not the cluster's %q", f.ID, f.ProjectID, opts.ProjectID))
+		case f.FixedIPAddress != "" && !portHas(p, f.FixedIPAddress):
+			reject(ip, fmt.Sprintf("floating IP %s maps to %s, which is not an address of port %s", f.ID, f.FixedIPAddress, p.ID))
+		default:
+			candidates[ip] = fmt.Sprintf("floating IP %s on port %s", f.ID, p.ID)
+		}
+	}
+	for _, a := range []struct{ field, value string }{{"accessIPv4", srv.AccessIPv4}, {"accessIPv6", srv.AccessIPv6}} {
+		if a.value == "" {
+			continue
+		}
+		ip, err := parse(a.value)
+		if err != nil {
+			return Trust{}, fmt.Errorf("server %s %s: %w", srv.ID, a.field, err)
+		}
+		if !opts.AllowAccessIPs {
+			if _, fromPort := candidates[ip]; !fromPort {
+				reject(ip, fmt.Sprintf("%s is the server's %s, a field any project member can set; not trusted without --allow-access-ips", ip, a.field))
+			}
+			continue
+		}
+		if _, ok := candidates[ip]; !ok {
+			candidates[ip] = a.field
+		}
+	}
+
+	for ip := range candidates {
+		if why, bad := Forbidden(ip, opts.Forbidden); bad {
+			reject(ip, why)
+			continue
+		}
+		if !inPublished[ip] {
+			reject(ip, fmt.Sprintf("%s (%s) is not an address the CCM publishes with this cloud.conf's [Networking]", ip, candidates[ip]))
+			continue
+		}
+		t.Trusted = append(t.Trusted, ip)
+	}
+	// Published addresses no trusted port accounts for (Nova's view of a
+	// network the approver does not trust, say) get a reason too.
+	for ip := range inPublished {
+		if !slices.Contains(t.Trusted, ip) {
+			reject(ip, fmt.Sprintf("%s is not a fixed IP of a trusted port of the server nor a floating IP on one", ip))
+		}
+	}
+	sort.Slice(t.Trusted, func(i, j int) bool { return t.Trusted[i].Less(t.Trusted[j]) })
+	return t, nil
+}
+
+// portDistrust returns why a port's addresses are not trusted ("" when
+// they are).
+func portDistrust(p openstack.Port, serverID string, networks map[string]openstack.NetworkInfo, opts TrustOptions) (string, error) {
+	if p.DeviceID != serverID {
+		return fmt.Sprintf("port %s is attached to device %q, not to server %s", p.ID, p.DeviceID, serverID), nil
+	}
+	if opts.ProjectID != "" && p.ProjectID != opts.ProjectID {
+		return fmt.Sprintf("port %s belongs to project %q, not the cluster's %q", p.ID, p.ProjectID, opts.ProjectID), nil
+	}
+	if len(opts.NetworkIDs) > 0 {
+		if !slices.Contains(opts.NetworkIDs, p.NetworkID) {
+			return fmt.Sprintf("port %s is on network %s, not one of the trusted network IDs [%s]", p.ID, p.NetworkID, strings.Join(opts.NetworkIDs, ", ")), nil
+		}
+		return "", nil
+	}
+	n, ok := networks[p.NetworkID]
+	if !ok {
+		return "", fmt.Errorf("network %s of port %s: not in Neutron's answer", p.NetworkID, p.ID)
+	}
+	// The same choice as For: with internal network names set, only those
+	// and the public ones; without, every network.
+	if names := slices.Concat(opts.InternalNetworkNames, opts.PublicNetworkNames); len(opts.InternalNetworkNames) > 0 && !slices.Contains(names, n.Name) {
+		return fmt.Sprintf("port %s is on network %q (%s), not one of the configured networks [%s]", p.ID, n.Name, n.ID, strings.Join(names, ", ")), nil
+	}
+	if opts.ProjectID != "" && n.ProjectID != opts.ProjectID && !n.Shared {
+		return fmt.Sprintf("port %s is on network %q (%s) of project %q, neither the cluster's %q nor shared", p.ID, n.Name, n.ID, n.ProjectID, opts.ProjectID), nil
+	}
+	return "", nil
+}
+
+func portHas(p openstack.Port, ip string) bool {
+	want, err := parse(ip)
+	if err != nil {
+		return false
+	}
+	for _, f := range p.FixedIPs {
+		if got, err := parse(f.IPAddress); err == nil && got == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Forbidden reports whether ip may never be in a kubelet serving
+// certificate, and why: loopback, link-local, multicast, unspecified, or
+// inside one of the configured ranges (Service CIDRs, the control-plane
+// endpoint).
+func Forbidden(ip netip.Addr, ranges []Range) (string, bool) {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsUnspecified():
+		return fmt.Sprintf("%s is the unspecified address", ip), true
+	case ip.IsLoopback():
+		return fmt.Sprintf("%s is a loopback address", ip), true
+	case ip.IsLinkLocalUnicast():
+		return fmt.Sprintf("%s is a link-local address", ip), true
+	case ip.IsMulticast():
+		return fmt.Sprintf("%s is a multicast address", ip), true
+	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Sprintf("%s is the broadcast address", ip), true
+	}
+	for _, r := range ranges {
+		if r.Prefix.Contains(ip) {
+			return fmt.Sprintf("%s is in %s (%s)", ip, r.What, r.Prefix), true
+		}
+	}
+	return "", false
+}
