@@ -119,7 +119,7 @@ func (s *Sim) updateRouter(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rt := s.routerFor(w, r)
-	if rt == nil {
+	if rt == nil || ifMatchFails(w, r, rt.Revision) {
 		return
 	}
 	if req.Router.Routes != nil {

@@ -184,7 +184,7 @@ func (s *Sim) updatePort(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.portFor(w, r)
-	if p == nil {
+	if p == nil || ifMatchFails(w, r, p.Revision) {
 		return
 	}
 	st := s.state
