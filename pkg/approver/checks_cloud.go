@@ -67,20 +67,9 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	return cont()
 }
 
-// isNodeNameOf reports whether nodeName is the server's name, or the
-// server's name with one of the configured DNS suffixes (kubelets that use
-// their FQDN as node name).
+// isNodeNameOf is the node-name binding shared with the CCM.
 func (e *Evaluator) isNodeNameOf(nodeName, serverName string) bool {
-	n, s := strings.ToLower(nodeName), strings.ToLower(serverName)
-	if n == s {
-		return true
-	}
-	for _, suffix := range e.policy.DNSSuffixes {
-		if n == s+"."+suffix {
-			return true
-		}
-	}
-	return false
+	return nodeaddress.IsNodeNameOf(nodeName, serverName, e.policy.DNSSuffixes)
 }
 
 // checkNames accepts an IP SAN only when it is one of the addresses the CCM

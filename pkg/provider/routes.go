@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/routes"
@@ -91,8 +92,10 @@ func (n *nodeRoutes) serverOf(ctx context.Context, name string) (string, error) 
 		if node.Name != name {
 			continue
 		}
-		if node.Spec.ProviderID == "" {
-			return "", fmt.Errorf("node %s has no providerID yet (not initialized by the CCM)", name)
+		if node.Spec.ProviderID == "" || uninitialized(&node) {
+			// The kubelet may write any providerID; only once the CCM has
+			// checked the node's name against the server's is it trusted.
+			return "", fmt.Errorf("node %s is not initialized by the CCM yet", name)
 		}
 		_, id, err := openstack.ParseProviderID(node.Spec.ProviderID)
 		return id, err
@@ -117,4 +120,13 @@ func nextHop(route *cloudprovider.Route) string {
 		}
 	}
 	return ""
+}
+
+func uninitialized(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
 }

@@ -124,6 +124,16 @@ func TestNodeRoutes(t *testing.T) {
 			t.Error("route created")
 		}
 	})
+	t.Run("a node the CCM has not initialized gets no route, whatever providerID its kubelet wrote", func(t *testing.T) {
+		n := node("d", "10.0.0.6", "srv-b")
+		n.Spec.Taints = []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Effect: corev1.TaintEffectNoSchedule}}
+		nodes = append(nodes, n)
+		err := nr.CreateRoute(ctx, "lab", "uid", &cloudprovider.Route{TargetNode: "d", DestinationCIDR: "198.19.133.0/24",
+			TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.6"}}})
+		if err == nil || len(fake.routes) != 1 || len(fake.ports["p6"].Pairs) != 0 {
+			t.Errorf("err %v routes %v pairs %v", err, fake.routes, fake.ports["p6"].Pairs)
+		}
+	})
 	t.Run("a node without a providerID gets no route", func(t *testing.T) {
 		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
 		err := nr.CreateRoute(ctx, "lab", "uid", &cloudprovider.Route{TargetNode: "c", DestinationCIDR: "198.19.132.0/24",
