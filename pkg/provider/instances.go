@@ -38,7 +38,7 @@ type instances struct {
 	// dnsSuffixes are the approver's --dns-suffix values: a node named
 	// <server name>.<suffix> is that server's (nodeaddress.IsNodeNameOf).
 	dnsSuffixes []string
-	recorder  atomic.Pointer[record.EventRecorder]
+	recorder    atomic.Pointer[record.EventRecorder]
 }
 
 var _ cloudprovider.InstancesV2 = (*instances)(nil)
