@@ -83,20 +83,9 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	return cont()
 }
 
-// isNodeNameOf reports whether nodeName is the server's name, or the
-// server's name with one of the configured DNS suffixes (kubelets that use
-// their FQDN as node name).
+// isNodeNameOf is the node-name binding shared with the CCM.
 func (e *Evaluator) isNodeNameOf(nodeName, serverName string) bool {
-	n, s := asciiLower(nodeName), asciiLower(serverName)
-	if n == s {
-		return true
-	}
-	for _, suffix := range e.policy.DNSSuffixes {
-		if n == s+"."+suffix {
-			return true
-		}
-	}
-	return false
+	return nodeaddress.IsNodeNameOf(nodeName, serverName, e.policy.DNSSuffixes)
 }
 
 // checkNames accepts an IP SAN only when it is one of the addresses the
@@ -143,7 +132,7 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 	}
 	allowed := e.allowedDNSNames(r.nodeName, r.server.Name, names)
 	for _, name := range r.cr.DNSNames {
-		if !slices.Contains(allowed, asciiLower(name)) {
+		if !slices.Contains(allowed, nodeaddress.ASCIILower(name)) {
 			return deny(ReasonDNSNameNotOfInstance, "DNS SAN %q is not a name of node %s or instance %s (id %s); allowed: [%s]",
 				name, r.nodeName, r.server.Name, r.server.ID, strings.Join(allowed, ", "))
 		}
@@ -156,7 +145,7 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 func (e *Evaluator) allowedDNSNames(nodeName, serverName string, hostnames []string) []string {
 	var base []string
 	for _, n := range append([]string{nodeName, serverName}, hostnames...) {
-		n = asciiLower(n)
+		n = nodeaddress.ASCIILower(n)
 		if n != "" && !slices.Contains(base, n) {
 			base = append(base, n)
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+
+	"github.com/stackward/stackward/pkg/nodeaddress"
 )
 
 // The checks in this file look at the request alone; none calls anything.
@@ -127,7 +129,7 @@ func (e *Evaluator) checkSANs(_ context.Context, r *request) (Decision, error) {
 		return deny(ReasonDisallowedSAN, "URI SAN %q is not allowed in a serving certificate", r.cr.URIs[0].String())
 	}
 	for _, name := range r.cr.DNSNames {
-		lower := asciiLower(name)
+		lower := nodeaddress.ASCIILower(name)
 		if strings.Contains(lower, "*") {
 			return deny(ReasonForbiddenDNSName, "DNS SAN %q is a wildcard", name)
 		}
@@ -149,7 +151,7 @@ func (e *Evaluator) ownKubernetesName(lower, nodeName string) bool {
 	if lower == "kubernetes" || strings.HasPrefix(lower, "kubernetes.") {
 		return false
 	}
-	node := asciiLower(nodeName)
+	node := nodeaddress.ASCIILower(nodeName)
 	if lower == node {
 		return true
 	}

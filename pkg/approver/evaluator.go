@@ -124,14 +124,7 @@ func NewEvaluator(cloud Cloud, nodes NodeGetter, sar SubjectAccessReviewer, poli
 }
 
 func normalizePolicy(p Policy) Policy {
-	var suffixes []string
-	for _, s := range p.DNSSuffixes {
-		s = asciiLower(strings.Trim(strings.TrimSpace(s), "."))
-		if s != "" {
-			suffixes = append(suffixes, s)
-		}
-	}
-	p.DNSSuffixes = suffixes
+	p.DNSSuffixes = nodeaddress.NormalizeDNSSuffixes(p.DNSSuffixes)
 	return p
 }
 

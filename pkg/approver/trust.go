@@ -59,19 +59,6 @@ func (e *Evaluator) checkForbiddenIPs(_ context.Context, r *request) (Decision, 
 	return cont()
 }
 
-// asciiLower folds A-Z only. strings.ToLower folds Unicode too, so that
-// "\u212a" (KELVIN SIGN) would equal "k": two different names must never
-// compare equal.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // nonASCII returns the first byte offset of a non-ASCII character, or -1.
 func nonASCII(s string) int {
 	for i := 0; i < len(s); i++ {

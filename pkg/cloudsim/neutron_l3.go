@@ -85,7 +85,10 @@ func checkRoutes(st *state, rt *router, routes []Route) error {
 	return nil
 }
 
-func (s *Sim) updateRouter(_ *http.Request, st *state, rt *router, req *routerBody) error {
+func (s *Sim) updateRouter(r *http.Request, st *state, rt *router, req *routerBody) error {
+	if err := ifMatch(r, rt.Revision); err != nil {
+		return err
+	}
 	if req.Router.Routes != nil {
 		if err := checkRoutes(st, rt, *req.Router.Routes); err != nil {
 			return err

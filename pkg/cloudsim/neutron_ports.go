@@ -143,7 +143,10 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 
 // updatePort applies a port update; a failed fixed_ips change leaves the
 // port's addresses as they were.
-func (s *Sim) updatePort(_ *http.Request, st *state, p *port, req *portBody) error {
+func (s *Sim) updatePort(r *http.Request, st *state, p *port, req *portBody) error {
+	if err := ifMatch(r, p.Revision); err != nil {
+		return err
+	}
 	b := req.Port
 	if b.AllowedPairs != nil {
 		if err := checkPairs(*b.AllowedPairs); err != nil {

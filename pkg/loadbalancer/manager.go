@@ -84,7 +84,7 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*
 			continue
 		}
 		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", lbs[0].ID, "duplicate", dup.ID)
-		if err := m.deleteLB(ctx, id, &dup, false); err != nil {
+		if err := m.deleteLB(ctx, id, &dup, keepFloatingIP(svc)); err != nil {
 			return nil, fmt.Errorf("%w %q: deleting %s: %w", ErrDuplicate, name, dup.ID, err)
 		}
 	}
@@ -250,23 +250,31 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		return err
 	}
-	// An unreadable keep-floatingip keeps it: releasing an address is
-	// the one thing that cannot be undone.
-	keep, err := strconv.ParseBool(svc.Annotations[AnnotationKeepFloatingIP])
-	if _, set := svc.Annotations[AnnotationKeepFloatingIP]; set && err != nil {
-		keep = true
-	}
-	if err := m.deleteLB(ctx, id, lb, keep); err != nil {
+	if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
 	return nil
 }
 
+// keepFloatingIP says which floating IPs of the Service's load balancers
+// are only detached, never released: all of them with keep-floatingip
+// (an unreadable value keeps them: releasing an address is the one thing
+// that cannot be undone), and the one spec.loadBalancerIP names, which a
+// retried create may have put on a duplicate.
+func keepFloatingIP(svc *corev1.Service) func(FloatingIP) bool {
+	keep, err := strconv.ParseBool(svc.Annotations[AnnotationKeepFloatingIP])
+	if _, set := svc.Annotations[AnnotationKeepFloatingIP]; set && err != nil {
+		keep = true
+	}
+	named := svc.Spec.LoadBalancerIP
+	return func(f FloatingIP) bool { return keep || (named != "" && f.Address == named) }
+}
+
 // deleteLB releases the floating IPs on the VIP port (deleting those this
-// cluster allocated unless keep, detaching the others), then deletes the
-// load balancer with its children.
-func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, keep bool) error {
+// cluster allocated unless keep says otherwise, detaching the others), then
+// deletes the load balancer with its children.
+func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, keep func(FloatingIP) bool) error {
 	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
 		return notReady(m.requeue(), "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
 	}
@@ -277,7 +285,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 		return fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
 	for _, f := range fips {
-		if createdByUs(f.Description, id.ClusterUID) && !keep {
+		if createdByUs(f.Description, id.ClusterUID) && !keep(f) {
 			err = m.Neutron.DeleteFloatingIP(ctx, f.ID)
 		} else {
 			err = m.Neutron.AttachFloatingIP(ctx, f.ID, "")

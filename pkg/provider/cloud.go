@@ -36,6 +36,9 @@ type Options struct {
 	// ServerCacheTTL is the lifetime of one servers/detail listing; zero
 	// means DefaultServerCacheTTL.
 	ServerCacheTTL time.Duration
+	// DNSSuffixes let a node named <server name>.<suffix> be that server's,
+	// as the approver's --dns-suffix does; give both the same values.
+	DNSSuffixes []string
 }
 
 // Cloud is the openstack cloudprovider.Interface.
@@ -82,6 +85,7 @@ func New(cfg *config.Config, clients *openstack.Clients, opts Options) (*Cloud, 
 			providerIDRegion: region,
 			project:          projectOf(cfg),
 			addresses:        nodeaddress.OptionsFromConfig(cfg.Networking),
+			dnsSuffixes:      nodeaddress.NormalizeDNSSuffixes(opts.DNSSuffixes),
 		},
 	}, nil
 }

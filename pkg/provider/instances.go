@@ -35,7 +35,10 @@ type instances struct {
 	// project names the project in messages.
 	project   string
 	addresses nodeaddress.Options
-	recorder  atomic.Pointer[record.EventRecorder]
+	// dnsSuffixes are the approver's --dns-suffix values: a node named
+	// <server name>.<suffix> is that server's (nodeaddress.IsNodeNameOf).
+	dnsSuffixes []string
+	recorder    atomic.Pointer[record.EventRecorder]
 }
 
 var _ cloudprovider.InstancesV2 = (*instances)(nil)
@@ -123,6 +126,12 @@ func (i *instances) lookup(ctx context.Context, node *corev1.Node) (*openstack.S
 	if err != nil {
 		return nil, i.explain(node, err)
 	}
+	if !nodeaddress.IsNodeNameOf(node.Name, server.Name, i.dnsSuffixes) {
+		// Neither "exists" nor "not found": the Node stays uninitialized
+		// and is never deleted on the strength of another server's state.
+		return nil, fmt.Errorf("node %q has providerID %q, but that server is named %q (the node name must be the server name, or the server name with a --dns-suffix): %w",
+			node.Name, providerID, server.Name, ErrNameMismatch)
+	}
 	return server, nil
 }
 
@@ -152,6 +161,8 @@ func (i *instances) recordLookupFailure(node *corev1.Node, err error) {
 		reason = "InstanceNotFound"
 	case errors.Is(err, openstack.ErrAmbiguous):
 		reason = "InstanceAmbiguous"
+	case errors.Is(err, ErrNameMismatch):
+		reason = "InstanceNameMismatch"
 	default:
 		return
 	}
@@ -159,6 +170,11 @@ func (i *instances) recordLookupFailure(node *corev1.Node, err error) {
 		(*r).Event(node, corev1.EventTypeWarning, reason, err.Error())
 	}
 }
+
+// ErrNameMismatch means a Node's providerID names a server whose name is
+// not the node's: the CCM does not initialize it (the approver denies its
+// certificates for the same reason).
+var ErrNameMismatch = errors.New("node name does not match the server name")
 
 // errUnmatched hides the "not found" of a lookup by name from errors.Is, so
 // that no caller takes an unmatched Node's error for a missing instance.

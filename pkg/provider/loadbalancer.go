@@ -63,7 +63,8 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 		}
 	}
 	if cfg.Route.RouterID != "" {
-		w.routes, err = routes.New(ctx, clients, cfg.Route.RouterID)
+		ledger := &routes.ConfigMapLedger{Client: w.kube.get, Namespace: metav1.NamespaceSystem, Name: routes.DefaultLedgerName}
+		w.routes, err = routes.New(ctx, clients, ledger, cfg.Route.RouterID)
 		if err != nil {
 			return nil, fmt.Errorf("[Route] router-id %s: %w", cfg.Route.RouterID, err)
 		}

@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/routes"
 )
 
@@ -16,10 +18,17 @@ import (
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
 // nodeRoutes is cloudprovider.Routes over pkg/routes: the route
-// controller thinks in nodes, Neutron in next-hop addresses. A route whose
-// next hop is no Node's address is reported without a target node, which
-// the route controller deletes (within the cluster CIDR only): that is how
-// a deleted node's route goes.
+// controller thinks in nodes, Neutron in next-hop addresses.
+//
+// Only this cluster's routes (pkg/routes' ledger) are reported: the route
+// controller deletes every reported route inside the cluster CIDR that no
+// Node claims, and a router shared with another cluster carries that
+// cluster's routes, very likely inside the same default CIDR. A route of
+// ours whose next hop is no Node's address is reported without a target
+// node, which the route controller deletes: that is how a deleted node's
+// route goes. A record whose route is not on the router (an add that
+// failed) is reported the same way when no Node has its next hop, so that
+// its address pair is cleaned up too.
 type nodeRoutes struct {
 	r     *routes.Routes
 	nodes func(ctx context.Context) ([]corev1.Node, error)
@@ -28,7 +37,7 @@ type nodeRoutes struct {
 var _ cloudprovider.Routes = (*nodeRoutes)(nil)
 
 func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	list, err := n.r.List(ctx)
+	owned, err := n.r.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +53,17 @@ func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 			}
 		}
 	}
-	out := make([]*cloudprovider.Route, 0, len(list))
-	for _, r := range list {
+	out := make([]*cloudprovider.Route, 0, len(owned))
+	for _, o := range owned {
+		target := byIP[o.NextHop]
+		if !o.OnRouter && target != "" {
+			continue // the route controller adds it again for that node
+		}
 		out = append(out, &cloudprovider.Route{
-			Name:                r.Destination + " via " + r.NextHop,
-			TargetNode:          types.NodeName(byIP[r.NextHop]),
-			TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.NextHop}},
-			DestinationCIDR:     r.Destination,
+			Name:                o.Destination + " via " + o.NextHop,
+			TargetNode:          types.NodeName(target),
+			TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: o.NextHop}},
+			DestinationCIDR:     o.Destination,
 		})
 	}
 	return out, nil
@@ -61,7 +74,33 @@ func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route 
 	if hop == "" {
 		return fmt.Errorf("route %s for node %s: the node has no InternalIP of the CIDR's family", route.DestinationCIDR, route.TargetNode)
 	}
-	return n.r.Add(ctx, routes.Route{Destination: route.DestinationCIDR, NextHop: hop})
+	serverID, err := n.serverOf(ctx, string(route.TargetNode))
+	if err != nil {
+		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
+	}
+	return n.r.Add(ctx, routes.Route{Destination: route.DestinationCIDR, NextHop: hop}, string(route.TargetNode), serverID)
+}
+
+// serverOf is the server of an initialized Node (its providerID, which the
+// CCM itself wrote after checking the node's name against the server's).
+func (n *nodeRoutes) serverOf(ctx context.Context, name string) (string, error) {
+	nodes, err := n.nodes(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, node := range nodes {
+		if node.Name != name {
+			continue
+		}
+		if node.Spec.ProviderID == "" || uninitialized(&node) {
+			// The kubelet may write any providerID; only once the CCM has
+			// checked the node's name against the server's is it trusted.
+			return "", fmt.Errorf("node %s is not initialized by the CCM yet", name)
+		}
+		_, id, err := openstack.ParseProviderID(node.Spec.ProviderID)
+		return id, err
+	}
+	return "", fmt.Errorf("node %s not found", name)
 }
 
 func (n *nodeRoutes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
@@ -81,4 +120,13 @@ func nextHop(route *cloudprovider.Route) string {
 		}
 	}
 	return ""
+}
+
+func uninitialized(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
@@ -23,12 +24,12 @@ type gopherNeutron struct {
 }
 
 // New finds Neutron in the catalog of clients and checks its extensions.
-func New(ctx context.Context, clients *openstack.Clients, routerID string) (*Routes, error) {
+func New(ctx context.Context, clients *openstack.Clients, ledger Ledger, routerID string) (*Routes, error) {
 	c, err := clients.NeutronClient()
 	if err != nil {
 		return nil, err
 	}
-	return NewWithNeutron(ctx, &gopherNeutron{client: c, caller: clients.Caller}, routerID)
+	return NewWithNeutron(ctx, &gopherNeutron{client: c, caller: clients.Caller}, ledger, routerID)
 }
 
 func (g *gopherNeutron) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
@@ -55,7 +56,7 @@ func (g *gopherNeutron) Extensions(ctx context.Context) ([]string, error) {
 	return aliases, err
 }
 
-func (g *gopherNeutron) RouterRoutes(ctx context.Context, routerID string) ([]Route, error) {
+func (g *gopherNeutron) RouterRoutes(ctx context.Context, routerID string) ([]Route, int, error) {
 	var r *routers.Router
 	err := g.do(ctx, "get_router", func(ctx context.Context) error {
 		var err error
@@ -63,13 +64,13 @@ func (g *gopherNeutron) RouterRoutes(ctx context.Context, routerID string) ([]Ro
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make([]Route, 0, len(r.Routes))
 	for _, x := range r.Routes {
 		out = append(out, Route{Destination: x.DestinationCIDR, NextHop: x.NextHop})
 	}
-	return out, nil
+	return out, r.RevisionNumber, nil
 }
 
 func toGopher(routes []Route) []routers.Route {
@@ -94,17 +95,36 @@ func (g *gopherNeutron) RemoveRoutes(ctx context.Context, routerID string, route
 	})
 }
 
-func (g *gopherNeutron) SetRoutes(ctx context.Context, routerID string, routes []Route) error {
-	rs := toGopher(routes)
-	return g.do(ctx, "update_router", func(ctx context.Context) error {
-		return routers.Update(ctx, g.client, routerID, routers.UpdateOpts{Routes: &rs}).Err
-	})
+// conflict maps Neutron's 412 (If-Match revision mismatch) to ErrConflict.
+func conflict(err error) error {
+	if gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
 }
 
-func (g *gopherNeutron) PortByIP(ctx context.Context, ip string) (*Port, error) {
+func (g *gopherNeutron) SetRoutes(ctx context.Context, routerID string, routes []Route, revision int) error {
+	rs := toGopher(routes)
+	return conflict(g.do(ctx, "update_router", func(ctx context.Context) error {
+		return routers.Update(ctx, g.client, routerID, routers.UpdateOpts{Routes: &rs, RevisionNumber: &revision}).Err
+	}))
+}
+
+func fromGopher(p ports.Port) Port {
+	out := Port{ID: p.ID, DeviceID: p.DeviceID, MAC: p.MACAddress, Revision: p.RevisionNumber}
+	for _, f := range p.FixedIPs {
+		out.FixedIPs = append(out.FixedIPs, f.IPAddress)
+	}
+	for _, pair := range p.AllowedAddressPairs {
+		out.Pairs = append(out.Pairs, Pair{IP: pair.IPAddress, MAC: pair.MACAddress})
+	}
+	return out
+}
+
+func (g *gopherNeutron) ServerPorts(ctx context.Context, serverID string) ([]Port, error) {
 	var list []ports.Port
 	err := g.do(ctx, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(g.client, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{IPAddress: ip}}}).AllPages(ctx)
+		pages, err := ports.List(g.client, ports.ListOpts{DeviceID: serverID}).AllPages(ctx)
 		if err != nil {
 			return err
 		}
@@ -114,27 +134,36 @@ func (g *gopherNeutron) PortByIP(ctx context.Context, ip string) (*Port, error) 
 	if err != nil {
 		return nil, err
 	}
+	out := make([]Port, 0, len(list))
 	for _, p := range list {
-		for _, f := range p.FixedIPs {
-			if f.IPAddress != ip {
-				continue
-			}
-			port := &Port{ID: p.ID}
-			for _, pair := range p.AllowedAddressPairs {
-				port.AllowedAddressPairs = append(port.AllowedAddressPairs, pair.IPAddress)
-			}
-			return port, nil
-		}
+		out = append(out, fromGopher(p))
 	}
-	return nil, fmt.Errorf("%w %s", ErrNoPort, ip)
+	return out, nil
 }
 
-func (g *gopherNeutron) SetAllowedAddressPairs(ctx context.Context, portID string, pairs []string) error {
+func (g *gopherNeutron) Port(ctx context.Context, portID string) (*Port, error) {
+	var p *ports.Port
+	err := g.do(ctx, "get_port", func(ctx context.Context) error {
+		var err error
+		p, err = ports.Get(ctx, g.client, portID).Extract()
+		return err
+	})
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil, fmt.Errorf("port %s: %w", portID, ErrNoPort)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := fromGopher(*p)
+	return &out, nil
+}
+
+func (g *gopherNeutron) SetAllowedAddressPairs(ctx context.Context, portID string, pairs []Pair, revision int) error {
 	ap := make([]ports.AddressPair, 0, len(pairs))
 	for _, p := range pairs {
-		ap = append(ap, ports.AddressPair{IPAddress: p})
+		ap = append(ap, ports.AddressPair{IPAddress: p.IP, MACAddress: p.MAC})
 	}
-	return g.do(ctx, "update_port", func(ctx context.Context) error {
-		return ports.Update(ctx, g.client, portID, ports.UpdateOpts{AllowedAddressPairs: &ap}).Err
-	})
+	return conflict(g.do(ctx, "update_port", func(ctx context.Context) error {
+		return ports.Update(ctx, g.client, portID, ports.UpdateOpts{AllowedAddressPairs: &ap, RevisionNumber: &revision}).Err
+	}))
 }

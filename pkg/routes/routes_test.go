@@ -5,18 +5,33 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
+// fakeNeutron keeps routes and ports with revision numbers, and refuses a
+// stale compare-and-swap with ErrConflict as Neutron does with 412.
 type fakeNeutron struct {
 	exts   []string
 	routes []Route
-	ports  map[string]*Port // by fixed IP
+	rev    int
+	ports  map[string]*Port // by ID
 	calls  []string
 	fail   map[string]error
+	// beforeWrite runs once before the next port write: a concurrent writer.
+	beforeWrite func()
 }
 
+const (
+	serverA = "server-a"
+	macA    = "fa:16:3e:00:00:05"
+)
+
 func newFake(exts ...string) *fakeNeutron {
-	return &fakeNeutron{exts: exts, ports: map[string]*Port{"10.0.0.5": {ID: "port-5"}}, fail: map[string]error{}}
+	return &fakeNeutron{exts: exts, fail: map[string]error{}, ports: map[string]*Port{
+		"port-5": {ID: "port-5", DeviceID: serverA, MAC: macA, FixedIPs: []string{"10.0.0.5"}, Revision: 1},
+	}}
 }
 
 func (f *fakeNeutron) call(name string) error { f.calls = append(f.calls, name); return f.fail[name] }
@@ -24,8 +39,8 @@ func (f *fakeNeutron) call(name string) error { f.calls = append(f.calls, name);
 func (f *fakeNeutron) Extensions(context.Context) ([]string, error) {
 	return f.exts, f.call("list_extensions")
 }
-func (f *fakeNeutron) RouterRoutes(context.Context, string) ([]Route, error) {
-	return slices.Clone(f.routes), f.call("get_router")
+func (f *fakeNeutron) RouterRoutes(context.Context, string) ([]Route, int, error) {
+	return slices.Clone(f.routes), f.rev, f.call("get_router")
 }
 func (f *fakeNeutron) AddRoutes(_ context.Context, _ string, rs []Route) error {
 	if err := f.call("add_extraroutes"); err != nil {
@@ -36,6 +51,7 @@ func (f *fakeNeutron) AddRoutes(_ context.Context, _ string, rs []Route) error {
 			f.routes = append(f.routes, r)
 		}
 	}
+	f.rev++
 	return nil
 }
 func (f *fakeNeutron) RemoveRoutes(_ context.Context, _ string, rs []Route) error {
@@ -43,91 +59,213 @@ func (f *fakeNeutron) RemoveRoutes(_ context.Context, _ string, rs []Route) erro
 		return err
 	}
 	f.routes = slices.DeleteFunc(f.routes, func(r Route) bool { return slices.Contains(rs, r) })
+	f.rev++
 	return nil
 }
-func (f *fakeNeutron) SetRoutes(_ context.Context, _ string, rs []Route) error {
+func (f *fakeNeutron) SetRoutes(_ context.Context, _ string, rs []Route, rev int) error {
 	if err := f.call("update_router"); err != nil {
 		return err
 	}
+	if rev != f.rev {
+		return ErrConflict
+	}
 	f.routes = slices.Clone(rs)
+	f.rev++
 	return nil
 }
-func (f *fakeNeutron) PortByIP(_ context.Context, ip string) (*Port, error) {
+func clonePort(p *Port) Port {
+	cp := *p
+	cp.FixedIPs = slices.Clone(p.FixedIPs)
+	cp.Pairs = slices.Clone(p.Pairs)
+	return cp
+}
+func (f *fakeNeutron) ServerPorts(_ context.Context, id string) ([]Port, error) {
 	if err := f.call("list_ports"); err != nil {
 		return nil, err
 	}
-	p, ok := f.ports[ip]
+	var out []Port
+	for _, p := range f.ports {
+		if p.DeviceID == id {
+			out = append(out, clonePort(p))
+		}
+	}
+	return out, nil
+}
+func (f *fakeNeutron) Port(_ context.Context, id string) (*Port, error) {
+	if err := f.call("get_port"); err != nil {
+		return nil, err
+	}
+	p, ok := f.ports[id]
 	if !ok {
 		return nil, ErrNoPort
 	}
-	cp := *p
-	cp.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
+	cp := clonePort(p)
 	return &cp, nil
 }
-func (f *fakeNeutron) SetAllowedAddressPairs(_ context.Context, id string, pairs []string) error {
+func (f *fakeNeutron) SetAllowedAddressPairs(_ context.Context, id string, pairs []Pair, rev int) error {
 	if err := f.call("update_port"); err != nil {
 		return err
 	}
-	for _, p := range f.ports {
-		if p.ID == id {
-			p.AllowedAddressPairs = slices.Clone(pairs)
+	if w := f.beforeWrite; w != nil {
+		f.beforeWrite = nil
+		w()
+	}
+	p := f.ports[id]
+	if p.Revision != rev {
+		return ErrConflict
+	}
+	p.Pairs = slices.Clone(pairs)
+	for i := range p.Pairs {
+		if p.Pairs[i].MAC == "" {
+			p.Pairs[i].MAC = p.MAC
 		}
 	}
+	p.Revision++
 	return nil
 }
 
-var podRoute = Route{Destination: "198.19.130.0/24", NextHop: "10.0.0.5"}
+func newLedger() *ConfigMapLedger {
+	c := kubefake.NewClientset()
+	return &ConfigMapLedger{Client: func() (kubernetes.Interface, error) { return c, nil }, Namespace: "kube-system", Name: DefaultLedgerName}
+}
+
+var (
+	podRoute = Route{Destination: "198.19.130.0/24", NextHop: "10.0.0.5"}
+	// vrrp is someone else's pair on the node's port: same CIDR, other MAC.
+	vrrp = Pair{IP: "198.19.130.0/24", MAC: "fa:16:3e:99:99:99"}
+	// theirs is another cluster's route on the shared router.
+	theirs = Route{Destination: "198.19.131.0/24", NextHop: "10.0.0.9"}
+)
 
 func TestRoutes(t *testing.T) {
 	ctx := context.Background()
 	t.Run("without extraroute routes are refused at start", func(t *testing.T) {
-		if _, err := NewWithNeutron(ctx, newFake("router"), "r1"); !errors.Is(err, ErrNoExtraRoute) {
+		if _, err := NewWithNeutron(ctx, newFake("router"), newLedger(), "r1"); !errors.Is(err, ErrNoExtraRoute) {
 			t.Errorf("err %v", err)
 		}
 	})
 	for _, ext := range []string{"extraroute-atomic", "extraroute"} {
-		t.Run("with "+ext+" a route and its address pair come and go together", func(t *testing.T) {
+		t.Run("with "+ext+" a route and its pair come and go together and nothing else changes", func(t *testing.T) {
 			f := newFake("router", ext)
-			r, err := NewWithNeutron(ctx, f, "r1")
+			f.routes = []Route{theirs}
+			f.ports["port-5"].Pairs = []Pair{vrrp, {IP: "192.0.2.7", MAC: "fa:16:3e:11:11:11"}}
+			others := slices.Clone(f.ports["port-5"].Pairs)
+			r, err := NewWithNeutron(ctx, f, newLedger(), "r1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Atomic() != (ext == "extraroute-atomic") {
 				t.Errorf("atomic %v", r.Atomic())
 			}
-			f.calls = nil
-			if err := r.Add(ctx, podRoute); err != nil {
+			if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(f.routes, []Route{podRoute}) || !slices.Equal(f.ports["10.0.0.5"].AllowedAddressPairs, []string{podRoute.Destination}) {
-				t.Errorf("routes %v pairs %v", f.routes, f.ports["10.0.0.5"].AllowedAddressPairs)
+			want := append(slices.Clone(others), Pair{IP: podRoute.Destination, MAC: macA})
+			if !slices.Equal(f.routes, []Route{theirs, podRoute}) || !slices.Equal(f.ports["port-5"].Pairs, want) {
+				t.Errorf("routes %v pairs %v, want pairs %v", f.routes, f.ports["port-5"].Pairs, want)
 			}
-			if ext == "extraroute-atomic" && !slices.Contains(f.calls, "add_extraroutes") || slices.Contains(f.calls, "update_router") == (ext == "extraroute-atomic") {
-				t.Errorf("calls %v", f.calls)
+			owned, err := r.List(ctx)
+			if err != nil || len(owned) != 1 || owned[0].Route != podRoute || !owned[0].OnRouter || owned[0].PortID != "port-5" {
+				t.Errorf("List = %+v, %v; want only our route", owned, err)
 			}
 			if err := r.Remove(ctx, podRoute); err != nil {
 				t.Fatal(err)
 			}
-			if len(f.routes) != 0 || len(f.ports["10.0.0.5"].AllowedAddressPairs) != 0 {
-				t.Errorf("after remove: routes %v pairs %v", f.routes, f.ports["10.0.0.5"].AllowedAddressPairs)
+			if !slices.Equal(f.routes, []Route{theirs}) || !slices.Equal(f.ports["port-5"].Pairs, others) {
+				t.Errorf("after remove: routes %v pairs %v, want %v and %v", f.routes, f.ports["port-5"].Pairs, theirs, others)
+			}
+			if owned, _ := r.List(ctx); len(owned) != 0 {
+				t.Errorf("ledger still has %+v", owned)
 			}
 		})
 	}
+	t.Run("a route this cluster did not make is never removed", func(t *testing.T) {
+		f := newFake("extraroute-atomic")
+		f.routes = []Route{theirs, podRoute}
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		for _, rt := range []Route{theirs, podRoute} {
+			if err := r.Remove(ctx, rt); !errors.Is(err, ErrNotOwned) {
+				t.Errorf("Remove(%v) = %v, want ErrNotOwned", rt, err)
+			}
+		}
+		if len(f.routes) != 2 || slices.Contains(f.calls, "remove_extraroutes") || slices.Contains(f.calls, "update_port") {
+			t.Errorf("routes %v calls %v", f.routes, f.calls)
+		}
+	})
+	t.Run("a pair another writer adds between our read and write survives (412, read again)", func(t *testing.T) {
+		f := newFake("extraroute-atomic")
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		f.beforeWrite = func() {
+			p := f.ports["port-5"]
+			p.Pairs = append(p.Pairs, vrrp)
+			p.Revision++
+		}
+		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
+			t.Fatal(err)
+		}
+		want := []Pair{vrrp, {IP: podRoute.Destination, MAC: macA}}
+		if !slices.Equal(f.ports["port-5"].Pairs, want) {
+			t.Errorf("pairs %v, want %v", f.ports["port-5"].Pairs, want)
+		}
+	})
+	t.Run("without extraroute-atomic a concurrent route change is kept (412, read again)", func(t *testing.T) {
+		f := newFake("extraroute")
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		calls := 0
+		// Another writer adds its route right after our first read.
+		wrapped := &racingRouter{fakeNeutron: f, race: func() { f.routes = append(f.routes, theirs); f.rev++ }, calls: &calls}
+		r.net = wrapped
+		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(f.routes, theirs) || !slices.Contains(f.routes, podRoute) || calls != 2 {
+			t.Errorf("routes %v after %d writes, want both after 2", f.routes, calls)
+		}
+	})
+	t.Run("the pair comes off only the port it went on, while that port is still the server's", func(t *testing.T) {
+		f := newFake("extraroute-atomic")
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
+			t.Fatal(err)
+		}
+		// The server is deleted and another cluster's server gets the
+		// address on a new port that happens to carry the same pair.
+		delete(f.ports, "port-5")
+		f.ports["port-9"] = &Port{ID: "port-9", DeviceID: "server-of-another-cluster", MAC: "fa:16:3e:00:00:09",
+			FixedIPs: []string{"10.0.0.5"}, Pairs: []Pair{{IP: podRoute.Destination, MAC: "fa:16:3e:00:00:09"}}, Revision: 3}
+		if err := r.Remove(ctx, podRoute); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.routes) != 0 || len(f.ports["port-9"].Pairs) != 1 || f.ports["port-9"].Revision != 3 {
+			t.Errorf("routes %v, other port %+v", f.routes, f.ports["port-9"])
+		}
+	})
+	t.Run("a pair is never added to a port of another server holding the address", func(t *testing.T) {
+		f := newFake("extraroute-atomic")
+		f.ports["port-5"].DeviceID = "server-of-another-cluster"
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		if err := r.Add(ctx, podRoute, "a", serverA); !errors.Is(err, ErrNoPort) {
+			t.Errorf("Add = %v, want ErrNoPort", err)
+		}
+		if len(f.routes) != 0 || len(f.ports["port-5"].Pairs) != 0 {
+			t.Errorf("routes %v pairs %v", f.routes, f.ports["port-5"].Pairs)
+		}
+	})
 	t.Run("a route Neutron refuses rolls the address pair back", func(t *testing.T) {
 		f := newFake("extraroute-atomic")
-		r, _ := NewWithNeutron(ctx, f, "r1")
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
 		f.fail["add_extraroutes"] = errors.New("400 nexthop not connected")
-		if err := r.Add(ctx, podRoute); err == nil {
+		if err := r.Add(ctx, podRoute, "a", serverA); err == nil {
 			t.Fatal("Add succeeded")
 		}
-		if len(f.ports["10.0.0.5"].AllowedAddressPairs) != 0 || len(f.routes) != 0 {
-			t.Errorf("left behind: pairs %v routes %v", f.ports["10.0.0.5"].AllowedAddressPairs, f.routes)
+		if len(f.ports["port-5"].Pairs) != 0 || len(f.routes) != 0 {
+			t.Errorf("left behind: pairs %v routes %v", f.ports["port-5"].Pairs, f.routes)
 		}
 	})
 	t.Run("a port that cannot be updated on remove puts the route back", func(t *testing.T) {
 		f := newFake("extraroute-atomic")
-		r, _ := NewWithNeutron(ctx, f, "r1")
-		if err := r.Add(ctx, podRoute); err != nil {
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
 			t.Fatal(err)
 		}
 		f.fail["update_port"] = errors.New("503")
@@ -137,13 +275,35 @@ func TestRoutes(t *testing.T) {
 		if !slices.Equal(f.routes, []Route{podRoute}) {
 			t.Errorf("routes %v, want the route restored", f.routes)
 		}
-	})
-	t.Run("a route of a node whose port is gone is removed", func(t *testing.T) {
-		f := newFake("extraroute-atomic")
-		r, _ := NewWithNeutron(ctx, f, "r1")
-		f.routes = []Route{{Destination: "198.19.131.0/24", NextHop: "10.0.0.9"}}
-		if err := r.Remove(ctx, f.routes[0]); err != nil || len(f.routes) != 0 {
-			t.Errorf("Remove: %v, routes %v", err, f.routes)
+		if owned, _ := r.List(ctx); len(owned) != 1 {
+			t.Errorf("ledger %+v, want the route still ours", owned)
 		}
 	})
+	t.Run("a cloud error reading the port is not 'gone': the route stays", func(t *testing.T) {
+		f := newFake("extraroute-atomic")
+		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
+		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
+			t.Fatal(err)
+		}
+		f.fail["get_port"] = errors.New("500")
+		if err := r.Remove(ctx, podRoute); err == nil || !slices.Equal(f.routes, []Route{podRoute}) {
+			t.Errorf("Remove = %v, routes %v", err, f.routes)
+		}
+	})
+}
+
+// racingRouter lets another writer change the router between our first
+// read and our write.
+type racingRouter struct {
+	*fakeNeutron
+	race  func()
+	calls *int
+}
+
+func (r *racingRouter) SetRoutes(ctx context.Context, id string, rs []Route, rev int) error {
+	*r.calls++
+	if *r.calls == 1 {
+		r.race()
+	}
+	return r.fakeNeutron.SetRoutes(ctx, id, rs, rev)
 }

@@ -179,6 +179,9 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
 	fs.BoolVar(&o.RegionInProviderID, "provider-id-with-region", false,
 		"Write providerIDs as openstack://<region>/<server uuid> instead of openstack:///<server uuid>. Lookups accept both. Requires region in [Global].")
+	fs.StringSliceVar(&o.DNSSuffixes, "dns-suffix", nil,
+		"A DNS suffix with which a node named <server name>.<suffix> is that server's (repeatable). A Node whose providerID names a server\n"+
+			"of another name is not initialized (Event InstanceNameMismatch). Give the approver the same --dns-suffix values.")
 	fs.DurationVar(&o.ServerCacheTTL, "server-cache-ttl", provider.DefaultServerCacheTTL,
 		"How long one servers/detail listing answers node lookups (initialization, address sync, lifecycle checks) for every node. A server missing from the listing is always asked of Nova directly.")
 }

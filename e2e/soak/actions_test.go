@@ -1,0 +1,439 @@
+//go:build e2e
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/pkg/cloudsim"
+)
+
+// run plays the schedule for the soak's duration: every 2 s one action
+// drawn from the seeded generator; at most one cloud fault at a time, each
+// for a bounded window; a CCM and an approver failover every quarter; one
+// apiserver restart half way.
+func (s *soak) run() {
+	end := time.Now().Add(s.d)
+	var faultUntil time.Time
+	nextCCM, nextAppr := time.Now().Add(s.d/4), time.Now().Add(s.d/4+s.d/8)
+	restarted := false
+	for time.Now().Before(end) && s.ctx.Err() == nil {
+		now := time.Now()
+		if !faultUntil.IsZero() && now.After(faultUntil) {
+			s.cloud.Sim.ClearFaults()
+			faultUntil = time.Time{}
+		}
+		switch {
+		case now.After(nextCCM):
+			s.fault("ccm failover", "stop stackward-ccm, start another", s.elapsed())
+			s.stopCCM()
+			s.startCCM()
+			nextCCM = now.Add(s.d / 4)
+		case now.After(nextAppr):
+			s.fault("approver failover", "stop stackward-approver, start another", s.elapsed())
+			s.stopAppr()
+			s.startApprover()
+			nextAppr = now.Add(s.d / 4)
+		case !restarted && now.After(end.Add(-s.d/2)):
+			restarted = true
+			at := s.elapsed()
+			if err := s.cp.RestartAPIServer(s.ctx); err != nil {
+				s.t.Fatal(err)
+			}
+			s.report.Faults = append(s.report.Faults, Fault{At: at, Until: s.elapsed(), Kind: "apiserver restart", Detail: "kube-apiserver stopped and started"})
+		default:
+			s.step(&faultUntil)
+		}
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	s.cloud.Sim.ClearFaults()
+}
+
+// step draws one action.
+func (s *soak) step(faultUntil *time.Time) {
+	r := s.rng.IntN(100)
+	services := []string{"compute", "network", "load-balancer"}
+	window := time.Duration(4+s.rng.IntN(9)) * time.Second
+	faultFree := faultUntil.IsZero()
+	until := s.elapsed() + window.Seconds()
+	switch {
+	case r < 15 && faultFree:
+		svc := services[s.rng.IntN(len(services))]
+		code := []int{500, 503, 429}[s.rng.IntN(3)]
+		s.setFault(cloudsim.FaultRule{Service: svc, Status: code, ErrorRate: 0.5, RetryAfter: time.Second})
+		s.fault(fmt.Sprintf("HTTP %d", code), fmt.Sprintf("%s: half the calls fail for %s", svc, window), until)
+		*faultUntil = time.Now().Add(window)
+	case r < 22 && faultFree:
+		svc := services[s.rng.IntN(len(services))]
+		lat := time.Duration(1+s.rng.IntN(3)) * time.Second
+		s.setFault(cloudsim.FaultRule{Service: svc, Latency: lat})
+		s.fault("slow responses", fmt.Sprintf("%s: +%s per call for %s", svc, lat, window), until)
+		*faultUntil = time.Now().Add(window)
+	case r < 26 && faultFree:
+		svc := services[s.rng.IntN(len(services))]
+		s.setFault(cloudsim.FaultRule{Service: svc, Hang: true, Times: 2})
+		s.fault("timeouts", fmt.Sprintf("%s: two calls hang until the client's timeout", svc), until)
+		*faultUntil = time.Now().Add(window)
+	case r < 31 && faultFree:
+		s.cloud.Sim.RevokeTokens()
+		s.setFault(cloudsim.FaultRule{Service: "identity", Status: 503})
+		s.fault("token expiry + keystone outage", fmt.Sprintf("every token revoked, Keystone 503 for %s", window), until)
+		*faultUntil = time.Now().Add(window)
+	case r < 35 && faultFree:
+		s.setFault(cloudsim.FaultRule{Service: "load-balancer", Operation: "provisioning", Status: 500, Times: 1})
+		s.fault("octavia ERROR", "the next load balancer change ends in ERROR", until)
+		*faultUntil = time.Now().Add(window)
+	case r < 47:
+		s.leave()
+	case r < 59:
+		s.rejoin()
+	case r < 69:
+		s.moveFloatingIP()
+	default:
+		s.churnService()
+	}
+}
+
+func (s *soak) setFault(f cloudsim.FaultRule) {
+	if err := s.cloud.Sim.SetFault(f); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// pick returns a random node (never soak-1, which carries the operator's
+// pair) that is up or down as asked.
+func (s *soak) pick(up bool) *node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, n := range s.nodes {
+		if n.up == up && name != "soak-1" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return s.nodes[names[s.rng.IntN(len(names))]]
+}
+
+// leave deletes a node's server and powers its kubelet off, as a VM
+// deleted in the cloud; the lifecycle controller should delete the Node.
+func (s *soak) leave() {
+	n := s.pick(true)
+	if n == nil || s.upCount() <= len(s.nodes)/2 {
+		return
+	}
+	s.led.serverDeleted(n.serverID)
+	if n.fip != "" {
+		// The soak's own floating IP goes with the VM, as a user's would.
+		if err := s.cloud.Sim.DetachFloatingIP(n.serverID, n.fip); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	n.kubelet.Remove()
+	if err := s.cloud.Sim.DeleteServer(n.serverID); err != nil {
+		s.t.Fatal(err)
+	}
+	s.led.lose(n.name, "")
+	s.mu.Lock()
+	n.up, n.kubelet, n.fip = false, nil, ""
+	s.mu.Unlock()
+	s.led.count("servers deleted")
+}
+
+// rejoin recreates a deleted node's server with the same name and address
+// once its Node is gone, and boots a new kubelet.
+func (s *soak) rejoin() {
+	n := s.pick(false)
+	if n == nil {
+		return
+	}
+	if _, err := s.cp.Admin.CoreV1().Nodes().Get(s.ctx, n.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return
+	}
+	s.join(n.name, n.i)
+	s.led.count("servers recreated with a reused address")
+}
+
+func (s *soak) upCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := 0
+	for _, n := range s.nodes {
+		if n.up {
+			c++
+		}
+	}
+	return c
+}
+
+// moveFloatingIP takes a node's floating IP away and gives another node a
+// new one (the kubelet then asks for a new serving certificate).
+func (s *soak) moveFloatingIP() {
+	from, to := s.pick(true), s.pick(true)
+	if from == nil || to == nil || from == to || to.fip != "" {
+		return
+	}
+	if from.fip != "" {
+		if err := s.cloud.Sim.DetachFloatingIP(from.serverID, from.fip); err != nil {
+			s.t.Fatal(err)
+		}
+		s.led.lose(from.name, from.fip)
+		from.fip = ""
+	}
+	ip, err := s.cloud.Sim.AttachFloatingIP(to.serverID, framework.FloatingNetwork)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.led.gain(to.name, ip)
+	s.mu.Lock()
+	to.fip = ip
+	s.mu.Unlock()
+	s.led.count("floating IP moves")
+}
+
+// churnService creates, updates or deletes one of the soak's Services.
+func (s *soak) churnService() {
+	name := fmt.Sprintf("svc-%02d", s.rng.IntN(s.nServices))
+	svcs := s.cp.Admin.CoreV1().Services("soak")
+	s.mu.Lock()
+	_, exists := s.services[name]
+	s.mu.Unlock()
+	var err error
+	switch {
+	case !exists:
+		_, err = svcs.Create(s.ctx, lbService(name), metav1.CreateOptions{})
+		if err == nil {
+			s.mu.Lock()
+			s.services[name] = time.Now()
+			s.mu.Unlock()
+			s.led.count("services created")
+		}
+	case s.rng.IntN(2) == 0:
+		var svc *corev1.Service
+		if svc, err = svcs.Get(s.ctx, name, metav1.GetOptions{}); err == nil {
+			svc.Spec.Ports[0].Port = 80 + int32(s.rng.IntN(3))
+			_, err = svcs.Update(s.ctx, svc, metav1.UpdateOptions{})
+			s.led.count("services updated")
+		}
+	default:
+		err = svcs.Delete(s.ctx, name, metav1.DeleteOptions{})
+		if err == nil {
+			s.mu.Lock()
+			delete(s.services, name)
+			s.mu.Unlock()
+			s.led.count("services deleted")
+		}
+	}
+	if err != nil {
+		s.led.count("apiserver errors seen by the soak")
+	}
+}
+
+func lbService(name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "soak", Name: name},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+}
+
+// lag is the age of the oldest unconverged Node or Service, and how many
+// there are; -1 when the apiserver cannot say.
+func (s *soak) lag() (float64, int) {
+	lag, n, _ := s.unconverged()
+	return lag, n
+}
+
+// unconverged is lag with the names of the unconverged objects.
+func (s *soak) unconverged() (float64, int, []string) {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	nodes, err := s.cp.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return -1, 0, nil
+	}
+	svcs, err := s.cp.Admin.CoreV1().Services("soak").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return -1, 0, nil
+	}
+	byName := map[string]corev1.Node{}
+	for _, n := range nodes.Items {
+		byName[n.Name] = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oldest, count := 0.0, 0
+	var names []string
+	for _, n := range s.nodes {
+		k, ok := byName[n.name]
+		if !n.up || ok && k.Spec.ProviderID != "" && !framework.HasTaint(&k, "node.cloudprovider.kubernetes.io/uninitialized") && framework.IsReady(&k) {
+			continue
+		}
+		count++
+		names = append(names, "node "+n.name)
+		oldest = max(oldest, time.Since(n.since).Seconds())
+	}
+	for _, svc := range svcs.Items {
+		if len(svc.Status.LoadBalancer.Ingress) > 0 {
+			continue
+		}
+		count++
+		names = append(names, "service "+svc.Name)
+		oldest = max(oldest, time.Since(svc.CreationTimestamp.Time).Seconds())
+	}
+	return oldest, count, names
+}
+
+// converge waits, after the last fault, until every Node and Service has
+// converged and every up node's route is on the router. A Service whose
+// load balancer Octavia left in ERROR is deleted and created again, as its
+// Event tells the operator to.
+func (s *soak) converge() {
+	start := time.Now()
+	last := time.Time{}
+	err := wait.PollUntilContextTimeout(s.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if _, n := s.lag(); n != 0 {
+			if time.Since(last) > 20*time.Second {
+				last = time.Now()
+				s.recreateErrored(ctx)
+			}
+			return false, nil
+		}
+		return s.routesConverged(ctx), nil
+	})
+	s.report.ConvergenceSeconds = time.Since(start).Seconds()
+	if err != nil {
+		lag, n, names := s.unconverged()
+		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v", time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx))
+	}
+	after, err := s.other.snapshot(s.ctx, s.api, s.routerID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if after != s.before {
+		s.led.mu.Lock()
+		s.led.inv.OtherResourcesChanged++
+		s.led.mu.Unlock()
+		s.led.violate("the other cluster's or the operator's resources changed:\nbefore %s\nafter  %s", s.before, after)
+	}
+}
+
+func (s *soak) recreateErrored(ctx context.Context) {
+	pages, err := loadbalancers.List(s.api.octavia, loadbalancers.ListOpts{ProvisioningStatus: "ERROR"}).AllPages(ctx)
+	if err != nil {
+		return
+	}
+	lbs, _ := loadbalancers.ExtractLoadBalancers(pages)
+	for _, lb := range lbs {
+		for name := range s.services {
+			if lb.Name == "kube_service_lab_soak_"+name && lb.ID != s.other.lbID {
+				_ = s.cp.Admin.CoreV1().Services("soak").Delete(ctx, name, metav1.DeleteOptions{})
+				if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+					_, err := s.cp.Admin.CoreV1().Services("soak").Get(ctx, name, metav1.GetOptions{})
+					return apierrors.IsNotFound(err), nil
+				}); err == nil {
+					_, _ = s.cp.Admin.CoreV1().Services("soak").Create(ctx, lbService(name), metav1.CreateOptions{})
+					s.led.count("services recreated after Octavia ERROR")
+				}
+			}
+		}
+	}
+}
+
+func (s *soak) routesConverged(ctx context.Context) bool {
+	r, err := routers.Get(ctx, s.api.neutron, s.routerID).Extract()
+	if err != nil {
+		return false
+	}
+	nodes, err := s.cp.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	for _, n := range nodes.Items {
+		hop := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				hop = a.Address
+			}
+		}
+		if n.Spec.PodCIDR != "" && !slices.Contains(r.Routes, routers.Route{DestinationCIDR: n.Spec.PodCIDR, NextHop: hop}) {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanUp deletes every Service and the nodes' floating IPs, then counts
+// what is left of this cluster in the cloud.
+func (s *soak) cleanUp() {
+	ctx := s.ctx
+	if list, err := s.cp.Admin.CoreV1().Services("soak").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, svc := range list.Items {
+			_ = s.cp.Admin.CoreV1().Services("soak").Delete(ctx, svc.Name, metav1.DeleteOptions{})
+		}
+	}
+	s.mu.Lock()
+	for _, n := range s.nodes {
+		if n.fip != "" {
+			_ = s.cloud.Sim.DetachFloatingIP(n.serverID, n.fip)
+			n.fip = ""
+		}
+	}
+	s.mu.Unlock()
+	var lbs []loadbalancers.LoadBalancer
+	var fips []floatingips.FloatingIP
+	var vips []ports.Port
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		lp, err := loadbalancers.List(s.api.octavia, nil).AllPages(ctx)
+		if err != nil {
+			return false, nil
+		}
+		all, _ := loadbalancers.ExtractLoadBalancers(lp)
+		lbs = slices.DeleteFunc(all, func(lb loadbalancers.LoadBalancer) bool { return lb.ID == s.other.lbID })
+		fp, err := floatingips.List(s.api.neutron, floatingips.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			return false, nil
+		}
+		allF, _ := floatingips.ExtractFloatingIPs(fp)
+		fips = slices.DeleteFunc(allF, func(f floatingips.FloatingIP) bool { return f.ID == s.other.fipID })
+		pp, err := ports.List(s.api.neutron, ports.ListOpts{DeviceOwner: "Octavia"}).AllPages(ctx)
+		if err != nil {
+			return false, nil
+		}
+		allP, _ := ports.ExtractPorts(pp)
+		vips = slices.DeleteFunc(allP, func(p ports.Port) bool { return p.ID == s.other.vipPort })
+		return len(lbs)+len(fips)+len(vips) == 0, nil
+	})
+	s.led.mu.Lock()
+	s.led.inv.OrphanLoadBalancers, s.led.inv.OrphanFloatingIPs, s.led.inv.OrphanPorts = len(lbs), len(fips), len(vips)
+	s.led.mu.Unlock()
+	for _, lb := range lbs {
+		s.led.violate("orphaned load balancer %s (%s, %s)", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	for _, f := range fips {
+		s.led.violate("orphaned floating IP %s (%s) on port %q", f.FloatingIP, f.Description, f.PortID)
+	}
+	for _, p := range vips {
+		s.led.violate("orphaned Octavia port %s", p.ID)
+	}
+}

@@ -1,0 +1,208 @@
+//go:build e2e
+
+package soak
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// approvalSlack is how far an approval's decision may trail a change of
+// the instance's addresses: the condition's time has a one-second grain
+// and the approver reads the cloud through its cache a moment before.
+const approvalSlack = 30 * time.Second
+
+// span is a time an address belonged to a node's server.
+type span struct {
+	ip       string
+	from, to time.Time // to is zero while it lasts
+}
+
+// ledger is what the soak did and saw, checked against the invariants.
+type ledger struct {
+	mu             sync.Mutex
+	start          time.Time
+	spans          map[string][]span // node name -> addresses over time
+	deletedServers map[string]bool   // server IDs the soak deleted
+	checkedCSRs    map[string]bool
+	violations     []string
+	inv            Invariants
+	counts         map[string]int
+}
+
+func newLedger() *ledger {
+	return &ledger{start: time.Now(), spans: map[string][]span{}, deletedServers: map[string]bool{}, checkedCSRs: map[string]bool{}, counts: map[string]int{}}
+}
+
+func (l *ledger) count(what string) { l.mu.Lock(); l.counts[what]++; l.mu.Unlock() }
+
+func (l *ledger) violate(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.violations = append(l.violations, fmt.Sprintf("%.0fs: ", time.Since(l.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (l *ledger) gain(node, ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spans[node] = append(l.spans[node], span{ip: ip, from: time.Now()})
+}
+
+// lose ends the node's address (all of them when ip is "").
+func (l *ledger) lose(node, ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, s := range l.spans[node] {
+		if s.to.IsZero() && (ip == "" || s.ip == ip) {
+			l.spans[node][i].to = time.Now()
+		}
+	}
+}
+
+func (l *ledger) serverDeleted(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deletedServers[id] = true
+}
+
+// owned reports whether ip was the node's at some time within slack of at.
+func (l *ledger) owned(node, ip string, at time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.spans[node] {
+		if s.ip == ip && !s.from.After(at.Add(2*time.Second)) && (s.to.IsZero() || s.to.After(at.Add(-approvalSlack))) {
+			return true
+		}
+	}
+	return false
+}
+
+// watch checks Node deletions and CSR approvals as they happen, through
+// informers (which relist across an apiserver restart).
+func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFactory) {
+	nodes := factory.Core().V1().Nodes().Informer()
+	_, _ = nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return
+		}
+		l.count("node deletions")
+		_, id, err := openstack.ParseProviderID(n.Spec.ProviderID)
+		l.mu.Lock()
+		gone := err == nil && l.deletedServers[id]
+		l.mu.Unlock()
+		if !gone {
+			l.mu.Lock()
+			l.inv.WrongfulNodeDeletions++
+			l.mu.Unlock()
+			l.violate("Node %s deleted while its server %q (providerID %q) was not deleted", n.Name, id, n.Spec.ProviderID)
+		}
+	}})
+	csrs := factory.Certificates().V1().CertificateSigningRequests().Informer()
+	check := func(obj any) {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			l.checkCSR(csr)
+		}
+	}
+	_, _ = csrs.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, obj any) { check(obj) }})
+	factory.Start(ctx.Done())
+}
+
+func (l *ledger) checkCSR(csr *certificatesv1.CertificateSigningRequest) {
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+		return
+	}
+	var at time.Time
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved {
+			at = c.LastUpdateTime.Time
+		}
+	}
+	l.mu.Lock()
+	done := l.checkedCSRs[csr.Name]
+	if !at.IsZero() {
+		l.checkedCSRs[csr.Name] = true
+	}
+	l.mu.Unlock()
+	if at.IsZero() || done {
+		return
+	}
+	l.count("approvals")
+	node := strings.TrimPrefix(csr.Spec.Username, "system:node:")
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		l.violate("approved CSR %s has no PEM request", csr.Name)
+		return
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		l.violate("approved CSR %s: %v", csr.Name, err)
+		return
+	}
+	for _, ip := range req.IPAddresses {
+		if !l.owned(node, ip.String(), at) {
+			l.mu.Lock()
+			l.inv.WrongApprovals++
+			l.mu.Unlock()
+			l.violate("CSR %s of node %s approved at %s with IP SAN %s, not the node's server's then", csr.Name, node, at.Format(time.RFC3339), ip)
+		}
+	}
+}
+
+// other is another cluster's and the operator's resources on the shared
+// router and network.
+type other struct {
+	serverPort, nodePort, lbID, vipPort, fipID string
+	routes                                     []routers.Route
+}
+
+func (o *other) snapshot(ctx context.Context, c *clouds, routerID string) (string, error) {
+	port := ports.Get(ctx, c.neutron, o.serverPort)
+	lb := loadbalancers.Get(ctx, c.octavia, o.lbID)
+	fip := floatingips.Get(ctx, c.neutron, o.fipID)
+	rt := routers.Get(ctx, c.neutron, routerID)
+	np := ports.Get(ctx, c.neutron, o.nodePort)
+	for _, r := range []gophercloud.Result{port.Result, lb.Result, fip.Result, rt.Result, np.Result} {
+		if r.Err != nil {
+			return "", r.Err
+		}
+	}
+	router, _ := rt.Extract()
+	var routes []routers.Route
+	for _, r := range router.Routes {
+		if slices.Contains(o.routes, r) {
+			routes = append(routes, r)
+		}
+	}
+	nodePort, _ := np.Extract()
+	var operator []ports.AddressPair
+	for _, p := range nodePort.AllowedAddressPairs {
+		if p.IPAddress == operatorVIP {
+			operator = append(operator, p)
+		}
+	}
+	b, err := json.Marshal(map[string]any{"port": port.Body, "lb": lb.Body, "fip": fip.Body, "routes": routes, "operator": operator})
+	return string(b), err
+}
