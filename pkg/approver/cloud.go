@@ -37,8 +37,9 @@ func (c *rateLimitedCloud) ServerForNode(ctx context.Context, providerID, nodeNa
 	return c.cloud.ServerForNode(ctx, providerID, nodeName)
 }
 
-// ServerOwnership is up to three Neutron requests (ports, floating IPs,
-// networks); it waits for as many tokens, or the whole burst if smaller.
+// ServerOwnership is two Neutron requests (ports, floating IPs; networks
+// come from a cache, openstack.CachedNetworks); it waits for as many
+// tokens, or the whole burst if smaller.
 func (c *rateLimitedCloud) ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
 	if err := c.limiter.WaitN(ctx, min(ownershipCalls, c.limiter.Burst())); err != nil {
 		return nodeaddress.CloudView{}, fmt.Errorf("wait for cloud rate limit: %w", err)
@@ -46,5 +47,6 @@ func (c *rateLimitedCloud) ServerOwnership(ctx context.Context, srv *openstack.S
 	return c.cloud.ServerOwnership(ctx, srv)
 }
 
-// ownershipCalls is the number of Neutron requests of one ServerOwnership.
-const ownershipCalls = 3
+// ownershipCalls is the number of Neutron requests of one ServerOwnership
+// in the steady state.
+const ownershipCalls = 2

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -50,7 +51,11 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 	if clients.ProjectID != "" && clients.ProjectID != cfg.ProjectID {
 		return nil, fmt.Errorf("--cloud-config %s: tenant-id %q is not the project the credentials are scoped to (%q)", cfg.CloudConfig, cfg.ProjectID, clients.ProjectID)
 	}
-	return NewOpenStackCloud(clients.Compute, clients.Ownership, clients.Region, cfg.ProjectID), nil
+	// Ports and floating IPs are asked at every decision; networks (whose
+	// project and sharing only an administrator changes) at most once a
+	// minute each.
+	ownership := openstack.CachedNetworks(clients.Ownership, time.Minute)
+	return NewOpenStackCloud(clients.Compute, ownership, clients.Region, cfg.ProjectID), nil
 }
 
 // NewOpenStackCloud returns the Cloud that asks Nova through compute and
