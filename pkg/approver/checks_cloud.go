@@ -37,7 +37,7 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	} else {
 		r.lookup = fmt.Sprintf("name %q", r.nodeName)
 	}
-	srv, err := e.cloud.ServerForNode(ctx, providerID, r.nodeName)
+	inst, err := e.cloud.InstanceForNode(ctx, providerID, r.nodeName)
 	switch {
 	case errors.Is(err, openstack.ErrNotFound):
 		if providerID != "" {
@@ -50,10 +50,11 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 		return deny(ReasonInstanceAmbiguous, "several instances are named %q in the cloud; cannot tell which one is the node", r.nodeName)
 	case err != nil:
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: %w", r.nodeName, r.lookup, err)
-	case srv == nil:
+	case inst == nil || inst.Server == nil:
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: cloud returned no server and no error", r.nodeName, r.lookup)
 	}
-	r.server = srv
+	r.instance, r.server = inst, inst.Server
+	srv := inst.Server
 	if srv.Status == openstack.StatusDeleted || srv.Status == openstack.StatusSoftDeleted {
 		return deny(ReasonInstanceDeleted, "instance %s (id %s) of node %s is %s in the cloud", srv.Name, srv.ID, r.nodeName, srv.Status)
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stackward/stackward/pkg/openstack"
@@ -19,11 +21,31 @@ import (
 type fakeCompute struct {
 	servers []openstack.Server
 	err     error
+
+	mu          sync.Mutex
+	gets, lists int
+}
+
+func (f *fakeCompute) count(list bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if list {
+		f.lists++
+	} else {
+		f.gets++
+	}
+}
+
+func (f *fakeCompute) calls() (gets, lists int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.lists
 }
 
 var _ openstack.Compute = (*fakeCompute)(nil)
 
 func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server, error) {
+	f.count(false)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -36,6 +58,7 @@ func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server
 }
 
 func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
+	f.count(opts == openstack.ListServersOpts{})
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -76,47 +99,108 @@ func TestOpenStackCloudLookups(t *testing.T) {
 		{name: "a deleted server is not found by provider ID", nodes: []*corev1.Node{node("node-dead", "openstack:///id-dead")}, spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a Nova error is no decision", err: errors.New("nova: 500"), spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := *compute
-			c.err = tt.err
-			e := NewEvaluator(NewOpenStackCloud(&c, tt.region), nodeGetter(tt.nodes...), nil, testPolicy)
-			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
-			if tt.noDecision {
-				if err == nil || d.Verdict == Approve || d.Verdict == Deny {
-					t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
+	// Each case is decided alone (a targeted lookup) and within a batch
+	// (answered by one listing of the project): the answers must agree.
+	for _, mode := range []string{"alone", "in a batch"} {
+		for _, tt := range tests {
+			if mode != "alone" && tt.noDecision {
+				continue // decided before any lookup: nothing to batch
+			}
+			t.Run(mode+": "+tt.name, func(t *testing.T) {
+				c := &fakeCompute{servers: compute.servers, err: tt.err}
+				e := NewEvaluator(NewOpenStackCloud(c, tt.region, CloudOptions{Window: 300 * time.Millisecond}), nodeGetter(tt.nodes...), nil, testPolicy)
+				csr := makeCSR(t, tt.spec)
+				var d Decision
+				var err error
+				if mode == "alone" {
+					d, err = e.Evaluate(context.Background(), csr)
+				} else {
+					d, err = evaluateInABatch(t, e, csr, c)
 				}
-				return
-			}
-			if tt.err != nil {
-				if !errors.Is(err, tt.err) {
-					t.Fatalf("got %s/%s, %v; want error %v", d.Verdict, d.Reason, err, tt.err)
-				}
-				return
-			}
-			if err != nil || d.Verdict != tt.verdict || d.Reason != tt.reason {
-				t.Fatalf("got %s/%s (%s), %v; want %s/%s", d.Verdict, d.Reason, d.Message, err, tt.verdict, tt.reason)
-			}
-		})
+				checkLookupCase(t, tt.noDecision, tt.err, tt.verdict, tt.reason, d, err)
+			})
+		}
 	}
 }
 
-func TestRateLimitedCloudSpacesCalls(t *testing.T) {
-	cloud := testCloud()
-	limited := RateLimited(cloud, 20, 1)
+// evaluateInABatch decides csr together with another request, both asked
+// within the coalescing window after a first lookup: one listing answers
+// both.
+func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *fakeCompute) (Decision, error) {
+	t.Helper()
+	other := makeCSR(t, csrSpec{name: "other", node: "node-off", ips: []string{"10.0.0.12"}})
+	_, _ = e.Evaluate(context.Background(), other) // starts the window
+	getsBefore, listsBefore := c.calls()
+	var wg sync.WaitGroup
+	var d Decision
+	var err error
+	wg.Go(func() { d, err = e.Evaluate(context.Background(), csr) })
+	wg.Go(func() { _, _ = e.Evaluate(context.Background(), other) })
+	wg.Wait()
+	gets, lists := c.calls()
+	t.Logf("the batch cost %d listing(s) and %d targeted call(s)", lists-listsBefore, gets-getsBefore)
+	if lists != listsBefore+1 {
+		t.Fatalf("two requests in one window cost %d listings, want 1", lists-listsBefore)
+	}
+	return d, err
+}
+
+func checkLookupCase(t *testing.T, noDecision bool, wantErr error, verdict Verdict, reason string, d Decision, err error) {
+	t.Helper()
+	if noDecision {
+		if err == nil || d.Verdict == Approve || d.Verdict == Deny {
+			t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
+		}
+		return
+	}
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("got %s/%s, %v; want error %v", d.Verdict, d.Reason, err, wantErr)
+		}
+		return
+	}
+	if err != nil || d.Verdict != verdict || d.Reason != reason {
+		t.Fatalf("got %s/%s (%s), %v; want %s/%s", d.Verdict, d.Reason, d.Message, err, verdict, reason)
+	}
+}
+
+func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
+	servers := testCloud().servers
+	c := &fakeCompute{servers: servers}
+	cloud := NewOpenStackCloud(c, "", CloudOptions{QPS: 20, Burst: 1, Window: -1})
 	start := time.Now()
 	for range 5 {
-		if _, err := limited.ServerForNode(context.Background(), "", "node-a"); err != nil {
+		if _, err := cloud.InstanceForNode(context.Background(), "", "node-a"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if elapsed := time.Since(start); elapsed < 150*time.Millisecond {
-		t.Errorf("5 calls at 20/s with burst 1 took %s, want >= 200ms", elapsed)
+		t.Errorf("5 lone lookups at 20/s with burst 1 took %s, want >= 200ms", elapsed)
 	}
+
+	// 200 requests at once: a handful of listings, well within the limit's
+	// pace for 200 calls (10 s).
+	c = &fakeCompute{servers: servers}
+	cloud = NewOpenStackCloud(c, "", CloudOptions{QPS: 20, Burst: 1, Window: 50 * time.Millisecond})
+	start = time.Now()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		name := []string{"node-a", "node-b", "node-off"}[i%3]
+		wg.Go(func() {
+			if _, err := cloud.InstanceForNode(context.Background(), "openstack:///id-"+strings.TrimPrefix(name, "node-"), name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	gets, lists := c.calls()
+	if elapsed := time.Since(start); elapsed > 2*time.Second || gets+lists > 10 {
+		t.Errorf("200 concurrent requests: %d GETs and %d listings in %s; want a few calls in well under 10 s", gets, lists, elapsed)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := limited.ServerForNode(ctx, "", "node-a")
-	if err == nil || !strings.Contains(err.Error(), "rate limit") {
-		t.Errorf("a cancelled wait: %v, want a rate limit error (never a decision)", err)
+	if inst, err := cloud.InstanceForNode(ctx, "", "node-a"); err == nil {
+		t.Errorf("a cancelled lookup answered %+v; want an error (never a decision)", inst)
 	}
 }

@@ -27,6 +27,11 @@ type Config struct {
 
 	LeaderElection LeaderElection
 
+	// KubeAPIQPS and KubeAPIBurst limit the apiserver client (0: the
+	// defaults above; they replace those of a given RESTConfig).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
 	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
 	// "0" serves nothing.
 	MetricsBindAddress string
@@ -52,6 +57,17 @@ const (
 	DefaultCloudQPS           = 20
 	DefaultCloudBurst         = 40
 	DefaultMetricsBindAddress = ":10263"
+	// A 1,000-node join burst is 1,000 approvals (one write each) plus a
+	// few Events: at 200 writes/s after a burst of 400 it is recorded in
+	// about 3 s, and the apiserver is not swamped by one client.
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
+	// Requests waiting for the cloud together share one listing; with a
+	// 100 ms window a burst costs about ten listings per second, however
+	// many requests it brings.
+	DefaultCoalesceWindow = 100 * time.Millisecond
+	DefaultWorkers        = 64
+	DefaultEventWindow    = 10 * time.Second
 )
 
 func (le *LeaderElection) withDefaults() {
@@ -92,6 +108,15 @@ func (c *Config) Validate() error {
 	}
 	if c.CloudQPS > 0 && c.CloudBurst < 1 {
 		errs = append(errs, fmt.Errorf("--cloud-burst: %d must be at least 1 when --cloud-qps is set", c.CloudBurst))
+	}
+	if c.KubeAPIQPS < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: %v is negative", c.KubeAPIQPS))
+	}
+	if c.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: %d is negative", c.KubeAPIBurst))
+	}
+	if c.CoalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--cloud-coalesce-window: %s is negative", c.CoalesceWindow))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("--workers: %d is negative", c.Workers))

@@ -50,8 +50,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		// outage during a join burst must not flood the apiserver.
 		if retries := c.queue.NumRequeues(name); retries == 0 {
 			logger.Info("Could not decide CSR; leaving it pending and retrying with backoff", "err", err)
-			c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
-				"Left pending, will retry: could not verify the request: %v", err)
+			c.events.fold(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
+				fmt.Sprintf("Left pending, will retry: could not verify the request: %v", err))
 		} else {
 			logger.V(2).Info("Still could not decide CSR", "err", err, "retries", retries)
 		}
@@ -65,7 +65,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if err := c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
 			return c.updateFailed(ctx, start, err)
 		}
-		c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
+		c.events.fold(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 	case Deny:
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
@@ -105,6 +105,7 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 		LastTransitionTime: now,
 	})
 	_, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{})
+	c.metrics.writes.WithLabelValues("certificatesigningrequests/approval", "update").Inc()
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

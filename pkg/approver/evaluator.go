@@ -19,11 +19,12 @@ import (
 // Cloud finds the instance behind a node. It is the approver's only
 // question to the cloud.
 type Cloud interface {
-	// ServerForNode returns the server with providerID when it is not
-	// empty, else the server whose name is exactly nodeName. A server that
-	// does not exist is openstack.ErrNotFound; several servers of that name
-	// are openstack.ErrAmbiguous; any other error means "could not tell".
-	ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error)
+	// InstanceForNode returns the instance with providerID when it is not
+	// empty, else the instance whose server name is exactly nodeName, as
+	// read after this call was made. A server that does not exist is
+	// openstack.ErrNotFound; several servers of that name are
+	// openstack.ErrAmbiguous; any other error means "could not tell".
+	InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error)
 }
 
 // NodeGetter returns the Node of that name, or (nil, nil) when there is
@@ -70,8 +71,10 @@ type request struct {
 	nodeName string
 	cr       *x509.CertificateRequest
 	node     *corev1.Node // nil when the Node does not exist (yet)
-	server   *openstack.Server
-	lookup   string // how the server was found, for messages
+	instance *Instance
+	server   *openstack.Server // instance.Server
+
+	lookup string // how the server was found, for messages
 	// addresses are the instance's addresses as nodeaddress computes them.
 	addresses []corev1.NodeAddress
 }

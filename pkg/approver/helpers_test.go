@@ -161,7 +161,15 @@ type fakeCloud struct {
 	calls   []string
 }
 
-func (c *fakeCloud) ServerForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
+func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error) {
+	srv, err := c.serverForNode(ctx, providerID, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{Server: srv}, nil
+}
+
+func (c *fakeCloud) serverForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, fmt.Sprintf("%s|%s", providerID, nodeName))
