@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -158,59 +159,60 @@ func runBurst(t *testing.T, cfg burstConfig) map[string]any {
 
 	writes, stop := cfg.start(ctx, t, cp, cloud)
 	defer stop()
-	w, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Watch(ctx, metav1.ListOptions{})
-	if err != nil {
+	// An informer, not a bare watch: the apiserver may close a watch that
+	// falls behind a burst, and a reflector resumes it.
+	obs := newBurstObserver(prefix)
+	f := informers.NewSharedInformerFactory(cp.Admin, 0)
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	if _, err := f.Certificates().V1().CertificateSigningRequests().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: obs.see, UpdateFunc: func(_, obj any) { obs.see(obj) },
+	}); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	f.Start(watchCtx.Done())
+	defer f.Shutdown()
+	defer stopWatching() // before Shutdown, which waits for the informer
+	f.WaitForCacheSync(watchCtx.Done())
 	cloud.Sim.ResetCalls()
 	writesBefore := writes()
 	var created sync.Map
 	start := time.Now()
-	go parallel(t, n, 25, func(i int) error {
-		name := fmt.Sprintf("%s%04d", prefix, i)
-		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-			Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
-			DNSNames:    []string{name},
-			IPAddresses: []net.IP{net.ParseIP(framework.NodeIP(i))},
-		}, keys[i])
-		if err != nil {
-			return err
-		}
-		begin := time.Now()
-		reqName, _, err := csr.RequestCertificateWithContext(ctx, clients[i], pemCSR(der), "", certificatesv1.KubeletServingSignerName, nil,
-			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, keys[i])
-		if err != nil {
-			return err
-		}
-		created.Store(reqName, begin)
-		return nil
+	creating := make(chan struct{})
+	defer func() { <-creating }()
+	go func() {
+		defer close(creating)
+		parallel(t, n, 25, func(i int) error {
+			name := fmt.Sprintf("%s%04d", prefix, i)
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+				Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
+				DNSNames:    []string{name},
+				IPAddresses: []net.IP{net.ParseIP(framework.NodeIP(i))},
+			}, keys[i])
+			if err != nil {
+				return err
+			}
+			begin := time.Now()
+			reqName, _, err := csr.RequestCertificateWithContext(ctx, clients[i], pemCSR(der), "", certificatesv1.KubeletServingSignerName, nil,
+				[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, keys[i])
+			if err != nil {
+				return err
+			}
+			created.Store(reqName, begin)
+			return nil
+		})
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
+		return obs.issued() == n, nil
 	})
-	approvedAt, issuedAt := map[string]time.Time{}, map[string]time.Time{}
-	var lastApproval time.Time
-	for len(issuedAt) < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("watch closed after %d approved, %d issued", len(approvedAt), len(issuedAt))
-			}
-			c, isCSR := ev.Object.(*certificatesv1.CertificateSigningRequest)
-			if !isCSR || ev.Type == watch.Deleted || !strings.HasPrefix(c.Spec.Username, "system:node:"+prefix) {
-				continue // other runs' requests
-			}
-			now := time.Now()
-			if framework.Condition(c, certificatesv1.CertificateDenied) != nil {
-				t.Fatalf("denied: %s", framework.DescribeCSR(c))
-			}
-			if _, seen := approvedAt[c.Name]; !seen && framework.Condition(c, certificatesv1.CertificateApproved) != nil {
-				approvedAt[c.Name], lastApproval = now, now
-			}
-			if _, seen := issuedAt[c.Name]; !seen && len(c.Status.Certificate) > 0 {
-				issuedAt[c.Name] = now
-			}
-		case <-ctx.Done():
-			t.Fatalf("%d approved, %d issued of %d before the deadline", len(approvedAt), len(issuedAt), n)
-		}
+	if err != nil {
+		t.Fatalf("%d issued of %d: %v", obs.issued(), n, err)
+	}
+	obs.mu.Lock()
+	denied := obs.denied
+	approvedAt, issuedAt, lastApproval := maps.Clone(obs.approvedAt), maps.Clone(obs.issuedAt), obs.lastApproval
+	obs.mu.Unlock()
+	if denied != "" {
+		t.Fatalf("denied: %s", denied)
 	}
 	allIssued := time.Since(start)
 	// Folded approval Events are written at the end of their window.
@@ -254,4 +256,43 @@ func gatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// burstObserver notes when each request of a burst is first seen approved
+// and issued.
+type burstObserver struct {
+	prefix               string
+	mu                   sync.Mutex
+	approvedAt, issuedAt map[string]time.Time
+	lastApproval         time.Time
+	denied               string
+}
+
+func newBurstObserver(prefix string) *burstObserver {
+	return &burstObserver{prefix: "system:node:" + prefix, approvedAt: map[string]time.Time{}, issuedAt: map[string]time.Time{}}
+}
+
+func (o *burstObserver) see(obj any) {
+	c, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok || !strings.HasPrefix(c.Spec.Username, o.prefix) {
+		return // other runs' requests
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if framework.Condition(c, certificatesv1.CertificateDenied) != nil {
+		o.denied = framework.DescribeCSR(c)
+	}
+	if _, seen := o.approvedAt[c.Name]; !seen && framework.Condition(c, certificatesv1.CertificateApproved) != nil {
+		o.approvedAt[c.Name], o.lastApproval = now, now
+	}
+	if _, seen := o.issuedAt[c.Name]; !seen && len(c.Status.Certificate) > 0 {
+		o.issuedAt[c.Name] = now
+	}
+}
+
+func (o *burstObserver) issued() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.issuedAt)
 }
