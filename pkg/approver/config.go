@@ -63,10 +63,11 @@ const (
 	DefaultKubeAPIQPS   = 200
 	DefaultKubeAPIBurst = 400
 	// Requests waiting for the cloud together share one listing; with a
-	// 100 ms window a burst costs about ten listings per second, however
-	// many requests it brings.
-	DefaultCoalesceWindow = 100 * time.Millisecond
-	DefaultWorkers        = 64
+	// 250 ms window a burst costs at most four listings per second (each
+	// one page per 1,000 servers), however many requests it brings, for at
+	// most 250 ms more latency.
+	DefaultCoalesceWindow = 250 * time.Millisecond
+	DefaultWorkers        = 128
 	DefaultEventWindow    = 10 * time.Second
 )
 
