@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -159,9 +160,9 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"At most this many pending requests of one node are considered at a time, oldest first; the others stay pending\n"+
 			"until those are decided. Bounds the cloud calls a misbehaving kubelet can cause. 0: no cap.")
 	fs.Float64Var(&cfg.CloudQPS, "cloud-qps", approver.DefaultCloudQPS,
-		"Maximum cloud lookups per second (one per request decided); requests wait their turn. 0: unlimited.")
+		"Maximum cloud calls per second: a lone request costs one targeted lookup, while requests waiting together share\n"+
+			"one listing of the project, which counts once. Calls wait their turn. 0: unlimited.")
 	fs.IntVar(&cfg.CloudBurst, "cloud-burst", approver.DefaultCloudBurst, "Burst allowed above --cloud-qps.")
-	fs.IntVar(&cfg.Workers, "workers", 2, "Requests decided in parallel.")
 	fs.BoolVar(&cfg.AllowAccessIPs, "allow-access-ips", false,
 		"Also certify a server's accessIPv4/accessIPv6. Off by default: any member of the project can set them to any\n"+
 			"address (PUT /servers/{id}), so they prove nothing. The CCM publishes them either way.")
@@ -174,6 +175,20 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 	fs.Var((*addrList)(&cfg.ControlPlaneEndpoints), "control-plane-endpoint",
 		"The apiserver's addresses (the control-plane endpoint and each apiserver's advertise address; repeatable or\n"+
 			"comma-separated): never certified for a node.")
+	fs.DurationVar(&cfg.CoalesceWindow, "cloud-coalesce-window", approver.DefaultCoalesceWindow,
+		"Least time between the starts of two cloud lookups; requests arriving meanwhile wait and share the next one, which\n"+
+			"always starts after they arrived (a decision never rests on cloud data read before its request).")
+	fs.IntVar(&cfg.Workers, "workers", approver.DefaultWorkers,
+		"Requests decided in parallel; also the most requests one cloud listing can answer at once.")
+	var qps float64
+	fs.Func("kube-api-qps", fmt.Sprintf("Apiserver requests per second of the approver's client (default %d). Each approval or denial is one write.",
+		approver.DefaultKubeAPIQPS), func(v string) error {
+		var err error
+		qps, err = strconv.ParseFloat(v, 32)
+		cfg.KubeAPIQPS = float32(qps)
+		return err
+	})
+	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", approver.DefaultKubeAPIBurst, "Burst allowed above --kube-api-qps.")
 	fs.BoolVar(&cfg.LeaderElection.Enabled, "leader-elect", true,
 		"Decide only while holding a Lease, so that one of several replicas acts. Disable only with a single replica.")
 	fs.StringVar(&cfg.LeaderElection.Namespace, "leader-elect-resource-namespace", approver.DefaultLeaseNamespace,

@@ -5,31 +5,20 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/certificate/csr"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackward/stackward/e2e/framework"
-	"github.com/stackward/stackward/pkg/approver"
 	"github.com/stackward/stackward/pkg/cloudsim"
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
@@ -167,130 +156,6 @@ func countInitialized(ctx context.Context, client kubernetes.Interface, prefix s
 		}
 	}
 	return done
-}
-
-// TestBenchApprover sends 1,000 serving CSRs from 1,000 nodes (built with
-// client-go's certificate request code, as the kubelet does) at 20 ms
-// cloud latency and measures approval latency and throughput.
-func TestBenchApprover(t *testing.T) {
-	// With the flag defaults the cloud rate limit sets the pace; with a
-	// generous one the approver's own cost shows.
-	for _, qps := range []float64{approver.DefaultCloudQPS, 500} {
-		t.Run(fmt.Sprintf("cloud qps %g", qps), func(t *testing.T) { benchApprovals(t, qps) })
-	}
-}
-
-func benchApprovals(t *testing.T, qps float64) {
-	cp := framework.SharedControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	const n = 1000
-	prefix := fmt.Sprintf("csr%g-", qps)
-	cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
-	for i := 1; i <= n; i++ {
-		cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
-	}
-	ids, err := newNodeIdentity(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := approver.Options{
-		MaxPendingPerNode: approver.DefaultMaxPendingPerNode,
-		CloudQPS:          qps,
-		CloudBurst:        max(approver.DefaultCloudBurst, int(qps)),
-		Registerer:        prometheus.NewRegistry(),
-	}
-	cp.StartApprover(ctx, t, cloud.ReaderCloudConf(t), opts)
-
-	created := sync.Map{}
-	approved := map[string]time.Time{}
-	w, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	cloud.Sim.ResetCalls()
-	start := time.Now()
-	go parallel(t, n, 25, func(i int) error {
-		name := fmt.Sprintf("%s%04d", prefix, i)
-		cfg, err := ids.config(name)
-		if err != nil {
-			return err
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-			Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
-			DNSNames:    []string{name},
-			IPAddresses: []net.IP{net.ParseIP(framework.NodeIP(i))},
-		}, key)
-		if err != nil {
-			return err
-		}
-		begin := time.Now()
-		reqName, _, err := csr.RequestCertificateWithContext(ctx, client, pemCSR(der), "", certificatesv1.KubeletServingSignerName, nil,
-			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, key)
-		if err != nil {
-			return err
-		}
-		created.Store(reqName, begin)
-		return nil
-	})
-	var latencies []time.Duration
-	denied := 0
-	for len(approved)+denied < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("watch closed after %d decisions", len(approved)+denied)
-			}
-			c, isCSR := ev.Object.(*certificatesv1.CertificateSigningRequest)
-			// The watch also replays earlier runs' requests: count ours only.
-			if !isCSR || ev.Type == watch.Deleted || !strings.HasPrefix(c.Spec.Username, "system:node:"+prefix) {
-				continue
-			}
-			if _, seen := approved[c.Name]; seen {
-				continue
-			}
-			if framework.Condition(c, certificatesv1.CertificateDenied) != nil {
-				denied++
-				t.Errorf("denied: %s", framework.DescribeCSR(c))
-				approved[c.Name] = time.Now()
-				continue
-			}
-			if framework.Condition(c, certificatesv1.CertificateApproved) != nil {
-				now := time.Now()
-				approved[c.Name] = now
-				if begin, ok := created.Load(c.Name); ok {
-					latencies = append(latencies, now.Sub(begin.(time.Time)))
-				}
-			}
-		case <-ctx.Done():
-			t.Fatalf("%d of %d decided before the deadline", len(approved), n)
-		}
-	}
-	elapsed := time.Since(start)
-	calls := cloud.Sim.Calls()
-	cloudCalls := SumCalls(calls, "compute.", "network.")
-	put(t, fmt.Sprintf("approver_1000_csrs_cloud_qps_%g", qps), map[string]any{
-		"csrs":                     n,
-		"cloud_latency_ms":         cloudLatency.Milliseconds(),
-		"cloud_qps_limit":          opts.CloudQPS,
-		"approved":                 len(latencies),
-		"denied":                   denied,
-		"seconds_to_all":           elapsed.Seconds(),
-		"approvals_per_second":     float64(len(latencies)) / elapsed.Seconds(),
-		"latency":                  Summarize(latencies),
-		"cloud_calls":              cloudCalls,
-		"cloud_calls_per_approval": PerUnit(cloudCalls, n),
-		"calls_by_operation":       calls,
-	})
 }
 
 func labClients(ctx context.Context, t *testing.T, cloud *framework.Cloud) *openstack.Clients {

@@ -39,6 +39,9 @@ type Process struct {
 	err     error
 }
 
+// PID is the process's ID (for reading /proc/<pid>, e.g. its peak RSS).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // StartProcess starts bin with args, logging to dir/<name>.log. The caller
 // stops it; see StartProcessForTest for one tied to a test.
 func StartProcess(dir, name, bin string, args ...string) (*Process, error) {

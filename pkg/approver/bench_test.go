@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,61 +22,151 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// slowCloud answers by provider ID after a fixed latency, like Nova
-// across a network, and counts its calls.
-type slowCloud struct {
+// slowCompute is Nova answering after a fixed latency, like across a
+// network, counting its calls; the approver's real lookups
+// (NewOpenStackCloud) run over it.
+type slowCompute struct {
 	latency time.Duration
 	mu      sync.Mutex
 	byID    map[string]*openstack.Server
 	calls   int
 }
 
-func (c *slowCloud) ServerOwnership(_ context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
-	return derivedView(srv), nil
+// slowOwnership is Neutron for slowCompute's servers (derivedView), with
+// the same latency, counted in the same calls.
+type slowOwnership struct{ c *slowCompute }
+
+func (o slowOwnership) views(ctx context.Context) ([]nodeaddress.CloudView, error) {
+	if err := o.c.wait(ctx); err != nil {
+		return nil, err
+	}
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	out := make([]nodeaddress.CloudView, 0, len(o.c.byID))
+	for _, s := range o.c.byID {
+		out = append(out, derivedView(s))
+	}
+	return out, nil
 }
 
-func (c *slowCloud) ServerForNode(ctx context.Context, providerID, _ string) (*openstack.Server, error) {
+func (o slowOwnership) ServerPorts(ctx context.Context, serverID, _ string) ([]openstack.Port, error) {
+	if err := o.c.wait(ctx); err != nil {
+		return nil, err
+	}
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if s := o.c.byID[serverID]; s != nil {
+		return derivedView(s).Ports, nil
+	}
+	return nil, nil
+}
+
+func (o slowOwnership) FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]openstack.FloatingIP, error) {
+	all, err := o.ProjectFloatingIPs(ctx, testProject)
+	var out []openstack.FloatingIP
+	for _, f := range all {
+		if slices.Contains(portIDs, f.PortID) {
+			out = append(out, f)
+		}
+	}
+	return out, err
+}
+
+func (o slowOwnership) Networks(ctx context.Context, ids []string) ([]openstack.NetworkInfo, error) {
+	if err := o.c.wait(ctx); err != nil {
+		return nil, err
+	}
+	var out []openstack.NetworkInfo
+	for _, id := range ids {
+		out = append(out, openstack.NetworkInfo{ID: id, Name: strings.TrimPrefix(id, "net-"), ProjectID: testProject})
+	}
+	return out, nil
+}
+
+func (o slowOwnership) ProjectPorts(ctx context.Context, _ string) ([]openstack.Port, error) {
+	views, err := o.views(ctx)
+	var out []openstack.Port
+	for _, v := range views {
+		out = append(out, v.Ports...)
+	}
+	return out, err
+}
+
+func (o slowOwnership) ProjectFloatingIPs(ctx context.Context, _ string) ([]openstack.FloatingIP, error) {
+	views, err := o.views(ctx)
+	var out []openstack.FloatingIP
+	for _, v := range views {
+		out = append(out, v.FloatingIPs...)
+	}
+	return out, err
+}
+
+func (c *slowCompute) wait(ctx context.Context) error {
 	c.mu.Lock()
 	c.calls++
-	s := c.byID[providerID]
 	c.mu.Unlock()
 	select {
 	case <-time.After(c.latency):
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	if s == nil {
-		return nil, openstack.ErrNotFound
+}
+
+func (c *slowCompute) GetServer(ctx context.Context, id string) (*openstack.Server, error) {
+	if err := c.wait(ctx); err != nil {
+		return nil, err
 	}
-	return s, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.byID[id]; s != nil {
+		cp := *s
+		return &cp, nil
+	}
+	return nil, openstack.ErrNotFound
+}
+
+func (c *slowCompute) ListServers(ctx context.Context, _ openstack.ListServersOpts) ([]openstack.Server, error) {
+	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]openstack.Server, 0, len(c.byID))
+	for _, s := range c.byID {
+		out = append(out, *s)
+	}
+	return out, nil
 }
 
 // BenchmarkJoinBurst: 1,000 nodes ask for serving certificates at once, the
-// cloud answers in 20 ms. Reports approvals per second, the latency from
+// cloud answers in 20 ms, the approver runs with its default options. Reports approvals per second, the latency from
 // creation to approval (p50, p99) and cloud calls per approval. The
 // apiserver is client-go's fake: this measures the approver, not etcd.
 func BenchmarkJoinBurst(b *testing.B) {
 	const nodes = 1000
-	cloud := &slowCloud{latency: 20 * time.Millisecond, byID: map[string]*openstack.Server{}}
+	compute := &slowCompute{latency: 20 * time.Millisecond, byID: map[string]*openstack.Server{}}
 	var objs []*certificatesv1.CertificateSigningRequest
 	var nodeObjs []*corev1.Node
 	for i := range nodes {
 		name := fmt.Sprintf("node-%04d", i)
 		ip := fmt.Sprintf("10.1.%d.%d", i/200, i%200+1)
 		s := server("id-"+name, name, openstack.StatusActive, ip, "")
-		cloud.byID["openstack:///id-"+name] = &s
+		compute.byID["id-"+name] = &s
 		nodeObjs = append(nodeObjs, node(name, "openstack:///id-"+name))
 		objs = append(objs, makeCSR(b, csrSpec{name: "csr-" + name, node: name, ips: []string{ip}, dns: []string{name}}))
 	}
 	for b.Loop() {
-		cloud.calls = 0
+		compute.calls = 0
 		client := fake.NewClientset()
 		for _, n := range nodeObjs {
 			if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		c, err := NewController(client, cloud, Options{Policy: testPolicy, CloudQPS: 0, Workers: 8, Recorder: record.NewFakeRecorder(4 * nodes)})
+		ownership := openstack.CachedNetworks(slowOwnership{compute}, time.Minute)
+		cloud := NewOpenStackCloud(compute, ownership, "", testProject, CloudOptions{QPS: DefaultCloudQPS, Burst: DefaultCloudBurst})
+		c, err := NewController(client, cloud, Options{Policy: testPolicy, Recorder: record.NewFakeRecorder(4 * nodes)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,6 +217,6 @@ func BenchmarkJoinBurst(b *testing.B) {
 		b.ReportMetric(float64(nodes)/elapsed.Seconds(), "approvals/s")
 		b.ReportMetric(latencies[len(latencies)/2].Seconds()*1000, "p50-ms")
 		b.ReportMetric(latencies[len(latencies)*99/100].Seconds()*1000, "p99-ms")
-		b.ReportMetric(float64(cloud.calls)/nodes, "cloud-calls/approval")
+		b.ReportMetric(float64(compute.calls)/nodes, "cloud-calls/approval")
 	}
 }

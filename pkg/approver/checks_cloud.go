@@ -40,7 +40,7 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	} else {
 		r.lookup = fmt.Sprintf("name %q", r.nodeName)
 	}
-	srv, err := e.cloud.ServerForNode(ctx, providerID, r.nodeName)
+	inst, err := e.cloud.InstanceForNode(ctx, providerID, r.nodeName)
 	switch {
 	case errors.Is(err, openstack.ErrNotFound):
 		if providerID != "" {
@@ -53,10 +53,11 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 		return deny(ReasonInstanceAmbiguous, "several instances are named %q in the cloud; cannot tell which one is the node", r.nodeName)
 	case err != nil:
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: %w", r.nodeName, r.lookup, err)
-	case srv == nil:
+	case inst == nil || inst.Server == nil:
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: cloud returned no server and no error", r.nodeName, r.lookup)
 	}
-	r.server = srv
+	r.instance, r.server = inst, inst.Server
+	srv := inst.Server
 	if srv.Status == openstack.StatusDeleted || srv.Status == openstack.StatusSoftDeleted {
 		return deny(ReasonInstanceDeleted, "instance %s (id %s) of node %s is %s in the cloud", srv.Name, srv.ID, r.nodeName, srv.Status)
 	}
@@ -92,10 +93,13 @@ func (e *Evaluator) isNodeNameOf(nodeName, serverName string) bool {
 // cloud controls for the instance (nodeaddress.Trusted: a subset of what the
 // CCM publishes), and a DNS SAN only when it is one of the instance's names.
 func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error) {
-	view, err := e.cloud.ServerOwnership(ctx, r.server)
-	if err != nil {
-		return Decision{}, fmt.Errorf("ports and floating IPs of instance %s: %w", r.server.ID, err)
+	switch {
+	case r.instance.OwnershipErr != nil:
+		return Decision{}, fmt.Errorf("ports and floating IPs of instance %s: %w", r.server.ID, r.instance.OwnershipErr)
+	case r.instance.Ownership == nil:
+		return Decision{}, fmt.Errorf("ports and floating IPs of instance %s: the cloud lookup did not read them", r.server.ID)
 	}
+	view := *r.instance.Ownership
 	view.Server = r.server
 	trust, err := nodeaddress.Trusted(view, e.policy.trustOptions())
 	if err != nil {

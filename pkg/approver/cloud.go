@@ -2,7 +2,11 @@ package approver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -10,43 +14,306 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// rateLimitedCloud spaces the approver's cloud calls so that a join burst
-// of many nodes cannot exhaust the project's API quota: requests wait their
-// turn rather than fail.
-type rateLimitedCloud struct {
-	cloud   Cloud
-	limiter *rate.Limiter
+// Instance is what the cloud says about one node's instance: everything
+// the cloud checks read, from one read started after the request was
+// observed: the server (Nova) and what Neutron says it owns.
+type Instance struct {
+	Server *openstack.Server
+	// Ownership is the server's ports of the cluster's project, the
+	// floating IPs on them and their networks, read with Server. nil when
+	// it was not asked: the server cannot be approved whatever it owns
+	// (deleted, another project's, not running).
+	Ownership *nodeaddress.CloudView
+	// OwnershipErr is why Ownership could not be read: the address check
+	// then has no answer (the request stays pending), the server's own
+	// checks still do.
+	OwnershipErr error
 }
 
-// RateLimited returns cloud limited to qps calls per second with bursts of
-// burst; qps <= 0 returns cloud unchanged.
-func RateLimited(cloud Cloud, qps float64, burst int) Cloud {
-	if qps <= 0 {
-		return cloud
-	}
-	if burst < 1 {
-		burst = 1
-	}
-	return &rateLimitedCloud{cloud: cloud, limiter: rate.NewLimiter(rate.Limit(qps), burst)}
+// CloudOptions shape the approver's cloud lookups.
+type CloudOptions struct {
+	// QPS and Burst limit cloud calls (each request of a targeted lookup,
+	// each listing answering a whole batch of requests), not approval
+	// requests; QPS 0 means no limit.
+	QPS   float64
+	Burst int
+	// Window is the least time between two lookups' starts: requests
+	// arriving meanwhile wait and share one listing. 0 takes
+	// DefaultCoalesceWindow; negative means back to back.
+	Window time.Duration
 }
 
-func (c *rateLimitedCloud) ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error) {
+// NewOpenStackCloud returns the Cloud that asks Nova through compute and
+// Neutron through ownership, for the servers and ports of project
+// projectID. Concurrent lookups are coalesced: one set of project listings
+// (servers, ports, floating IPs) started after all of them were asked
+// answers them all, while a lone lookup is targeted (the server, then its
+// ports and their floating IPs). It deliberately does not use the CCM's
+// ServerCache: an approval rests on what the cloud said after the request
+// was made, never on a listing from before (a floating IP just moved to
+// another server must not be approved for the old one).
+func NewOpenStackCloud(compute openstack.Compute, ownership openstack.Ownership, region, projectID string, opts CloudOptions) Cloud {
+	c := &openStackCloud{compute: compute, ownership: ownership, region: region, projectID: projectID}
+	if opts.QPS > 0 {
+		c.limiter = rate.NewLimiter(rate.Limit(opts.QPS), max(1, opts.Burst))
+	}
+	window := opts.Window
+	switch {
+	case window == 0:
+		window = DefaultCoalesceWindow
+	case window < 0:
+		window = 0
+	}
+	c.batches = openstack.NewCoalescer(window, 0, c.fetch)
+	return c
+}
+
+type openStackCloud struct {
+	compute   openstack.Compute
+	ownership openstack.Ownership
+	region    string
+	projectID string
+	limiter   *rate.Limiter // nil: unlimited
+	batches   *openstack.Coalescer[nodeKey, lookupResult]
+}
+
+// nodeKey is what identifies a lookup: the Node's providerID, else its name.
+type nodeKey struct{ providerID, nodeName string }
+
+type lookupResult struct {
+	inst *Instance
+	err  error
+}
+
+func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error) {
+	if providerID != "" && c.region != "" {
+		if region, _, err := openstack.ParseProviderID(providerID); err == nil && region != "" && region != c.region {
+			// Another region's instance may well exist: this cloud.conf
+			// cannot tell, so no verdict (the CCM answers the same way).
+			return nil, fmt.Errorf("provider ID %s is in region %q, this cloud.conf is for region %q", providerID, region, c.region)
+		}
+	}
+	res, err := c.batches.Do(ctx, nodeKey{providerID: providerID, nodeName: nodeName})
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server for node %q: %w", nodeName, err)
+	}
+	return res.inst, nil
+}
+
+// fetch answers one batch: a lone key with a targeted lookup, several with
+// one listing each of the project's servers, ports and floating IPs (and a
+// targeted lookup for any key the listing does not hold, rare: a request
+// naming a server of no one's).
+func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) (map[nodeKey]lookupResult, error) {
+	out := make(map[nodeKey]lookupResult, len(b.Keys))
+	if len(b.Keys) == 1 {
+		k := b.Keys[0]
+		inst, err := c.targeted(ctx, k)
+		out[k] = lookupResult{inst, err}
+		return out, nil
+	}
+	snap, err := c.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var listed []*Instance
+	for _, k := range b.Keys {
+		srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName)
+		if errors.Is(err, openstack.ErrNotListed) {
+			inst, err := c.targeted(ctx, k)
+			out[k] = lookupResult{inst, err}
+			continue
+		}
+		if err != nil {
+			out[k] = lookupResult{nil, err}
+			continue
+		}
+		inst := &Instance{Server: srv}
+		if c.ownershipMatters(srv) {
+			inst.Ownership = snap.viewOf(srv)
+			listed = append(listed, inst)
+		}
+		out[k] = lookupResult{inst, nil}
+	}
+	// The networks of every listed server's ports in one request (or
+	// none: openstack.CachedNetworks).
+	var networkIDs []string
+	for _, inst := range listed {
+		networkIDs = appendNetworkIDs(networkIDs, inst.Ownership.Ports)
+	}
+	networks, err := c.networks(ctx, networkIDs)
+	for _, inst := range listed {
+		if err != nil {
+			inst.Ownership, inst.OwnershipErr = nil, err
+			continue
+		}
+		inst.Ownership.Networks = networks
+	}
+	return out, nil
+}
+
+// projectSnapshot is one read of the project, every listing started after
+// the batch's last request was observed.
+type projectSnapshot struct {
+	servers *openstack.Snapshot
+	ports   map[string][]openstack.Port       // by device ID
+	fips    map[string][]openstack.FloatingIP // by port ID
+}
+
+// snapshot lists the project's servers, ports and floating IPs
+// concurrently, each paged and each one call of the rate limit; any
+// failure fails the whole batch (it is retried, never taken as absence).
+func (c *openStackCloud) snapshot(ctx context.Context) (*projectSnapshot, error) {
+	if c.ownership == nil {
+		return nil, errors.New("no Neutron client: cannot tell which addresses the cloud controls")
+	}
+	var (
+		wg                 sync.WaitGroup
+		servers            *openstack.Snapshot
+		ports              []openstack.Port
+		fips               []openstack.FloatingIP
+		srvErr, pErr, fErr error
+	)
+	wg.Go(func() {
+		if srvErr = c.wait(ctx); srvErr == nil {
+			servers, srvErr = openstack.TakeSnapshot(ctx, c.compute)
+		}
+	})
+	wg.Go(func() {
+		if pErr = c.wait(ctx); pErr == nil {
+			ports, pErr = c.ownership.ProjectPorts(ctx, c.projectID)
+		}
+	})
+	wg.Go(func() {
+		if fErr = c.wait(ctx); fErr == nil {
+			fips, fErr = c.ownership.ProjectFloatingIPs(ctx, c.projectID)
+		}
+	})
+	wg.Wait()
+	if err := errors.Join(srvErr, pErr, fErr); err != nil {
+		return nil, err
+	}
+	s := &projectSnapshot{servers: servers, ports: map[string][]openstack.Port{}, fips: map[string][]openstack.FloatingIP{}}
+	for _, p := range ports {
+		if p.DeviceID != "" {
+			s.ports[p.DeviceID] = append(s.ports[p.DeviceID], p)
+		}
+	}
+	for _, f := range fips {
+		if f.PortID != "" {
+			s.fips[f.PortID] = append(s.fips[f.PortID], f)
+		}
+	}
+	return s, nil
+}
+
+// viewOf is what the listings say srv owns, as a targeted lookup would
+// (networks aside).
+func (s *projectSnapshot) viewOf(srv *openstack.Server) *nodeaddress.CloudView {
+	v := &nodeaddress.CloudView{Server: srv, Ports: slices.Clone(s.ports[srv.ID])}
+	for _, p := range v.Ports {
+		v.FloatingIPs = append(v.FloatingIPs, s.fips[p.ID]...)
+	}
+	return v
+}
+
+// ownershipMatters reports whether the address check can be reached for
+// srv: not for a server the instance checks deny or leave pending anyway.
+func (c *openStackCloud) ownershipMatters(srv *openstack.Server) bool {
+	switch {
+	case srv.Status == openstack.StatusDeleted || srv.Status == openstack.StatusSoftDeleted:
+		return false
+	case c.projectID != "" && srv.TenantID != c.projectID:
+		return false
+	case slices.Contains(notRunning, srv.Status):
+		return false
+	}
+	return true
+}
+
+// targeted looks up one node's server, then (when it matters) its ports of
+// the project, the floating IPs on them and their networks.
+func (c *openStackCloud) targeted(ctx context.Context, k nodeKey) (*Instance, error) {
+	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	srv, err := openstack.ServerForNode(ctx, c.compute, k.providerID, k.nodeName)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instance{Server: srv}
+	if c.ownershipMatters(srv) {
+		view, err := c.serverOwnership(ctx, srv)
+		if err != nil {
+			inst.OwnershipErr = err
+		} else {
+			inst.Ownership = view
+		}
+	}
+	return inst, nil
+}
+
+// serverOwnership asks Neutron for the server's ports of the project, then
+// the floating IPs on them and their networks (cached): two or three
+// requests.
+func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Server) (*nodeaddress.CloudView, error) {
+	if c.ownership == nil {
+		return nil, fmt.Errorf("ownership of server %s: no Neutron client", srv.ID)
+	}
+	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	ports, err := c.ownership.ServerPorts(ctx, srv.ID, c.projectID)
+	if err != nil {
+		return nil, err
+	}
+	v := &nodeaddress.CloudView{Server: srv, Ports: ports}
+	portIDs := make([]string, 0, len(ports))
+	for _, p := range ports {
+		portIDs = append(portIDs, p.ID)
+	}
+	if len(portIDs) > 0 {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		if v.FloatingIPs, err = c.ownership.FloatingIPsOfPorts(ctx, portIDs); err != nil {
+			return nil, err
+		}
+	}
+	if v.Networks, err = c.networks(ctx, appendNetworkIDs(nil, ports)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// networks asks for the networks. It is not counted by the rate limit:
+// through openstack.CachedNetworks a network is asked at most once a
+// minute, a join burst's few networks once.
+func (c *openStackCloud) networks(ctx context.Context, ids []string) ([]openstack.NetworkInfo, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return c.ownership.Networks(ctx, ids)
+}
+
+func appendNetworkIDs(ids []string, ports []openstack.Port) []string {
+	for _, p := range ports {
+		if !slices.Contains(ids, p.NetworkID) {
+			ids = append(ids, p.NetworkID)
+		}
+	}
+	return ids
+}
+
+func (c *openStackCloud) wait(ctx context.Context) error {
+	if c.limiter == nil {
+		return nil
+	}
 	if err := c.limiter.Wait(ctx); err != nil {
-		return nil, fmt.Errorf("wait for cloud rate limit: %w", err)
+		return fmt.Errorf("wait for cloud rate limit: %w", err)
 	}
-	return c.cloud.ServerForNode(ctx, providerID, nodeName)
+	return nil
 }
-
-// ServerOwnership is two Neutron requests (ports, floating IPs; networks
-// come from a cache, openstack.CachedNetworks); it waits for as many
-// tokens, or the whole burst if smaller.
-func (c *rateLimitedCloud) ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
-	if err := c.limiter.WaitN(ctx, min(ownershipCalls, c.limiter.Burst())); err != nil {
-		return nodeaddress.CloudView{}, fmt.Errorf("wait for cloud rate limit: %w", err)
-	}
-	return c.cloud.ServerOwnership(ctx, srv)
-}
-
-// ownershipCalls is the number of Neutron requests of one ServerOwnership
-// in the steady state.
-const ownershipCalls = 2

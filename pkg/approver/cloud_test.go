@@ -7,11 +7,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
@@ -20,31 +23,91 @@ import (
 type fakeCompute struct {
 	servers []openstack.Server
 	err     error
+
+	mu          sync.Mutex
+	gets, lists int
+}
+
+func (f *fakeCompute) count(list bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if list {
+		f.lists++
+	} else {
+		f.gets++
+	}
+}
+
+func (f *fakeCompute) calls() (gets, lists int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.lists
 }
 
 var _ openstack.Compute = (*fakeCompute)(nil)
 
-// fakeOwnership is Neutron for fakeCompute's servers (derivedView).
-type fakeOwnership struct{ compute *fakeCompute }
+// fakeOwnership is Neutron for the servers (derivedView), counting its
+// requests: targeted (ports of a server, floating IPs of ports) and
+// listings of the project.
+type fakeOwnership struct {
+	servers []openstack.Server
+	err     error
 
-func (f fakeOwnership) ServerPorts(ctx context.Context, serverID, projectID string) ([]openstack.Port, error) {
-	srv, err := f.compute.GetServer(ctx, serverID)
-	if err != nil {
+	mu                 sync.Mutex
+	targeted, listings int
+}
+
+func (f *fakeOwnership) count(listing bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if listing {
+		f.listings++
+	} else {
+		f.targeted++
+	}
+	return f.err
+}
+
+func (f *fakeOwnership) calls() (targeted, listings int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.targeted, f.listings
+}
+
+var _ openstack.Ownership = (*fakeOwnership)(nil)
+
+func (f *fakeOwnership) views() []nodeaddress.CloudView {
+	var out []nodeaddress.CloudView
+	for i := range f.servers {
+		if f.servers[i].Status != openstack.StatusDeleted {
+			out = append(out, derivedView(&f.servers[i]))
+		}
+	}
+	return out
+}
+
+func (f *fakeOwnership) ServerPorts(_ context.Context, serverID, projectID string) ([]openstack.Port, error) {
+	if err := f.count(false); err != nil {
 		return nil, err
 	}
 	var out []openstack.Port
-	for _, p := range derivedView(srv).Ports {
-		if p.ProjectID == projectID {
-			out = append(out, p)
+	for _, v := range f.views() {
+		for _, p := range v.Ports {
+			if p.DeviceID == serverID && p.ProjectID == projectID {
+				out = append(out, p)
+			}
 		}
 	}
 	return out, nil
 }
 
-func (f fakeOwnership) FloatingIPsOfPorts(_ context.Context, portIDs []string) ([]openstack.FloatingIP, error) {
+func (f *fakeOwnership) FloatingIPsOfPorts(_ context.Context, portIDs []string) ([]openstack.FloatingIP, error) {
+	if err := f.count(false); err != nil {
+		return nil, err
+	}
 	var out []openstack.FloatingIP
-	for i := range f.compute.servers {
-		for _, fip := range derivedView(&f.compute.servers[i]).FloatingIPs {
+	for _, v := range f.views() {
+		for _, fip := range v.FloatingIPs {
 			if slices.Contains(portIDs, fip.PortID) {
 				out = append(out, fip)
 			}
@@ -53,7 +116,7 @@ func (f fakeOwnership) FloatingIPsOfPorts(_ context.Context, portIDs []string) (
 	return out, nil
 }
 
-func (f fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.NetworkInfo, error) {
+func (f *fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.NetworkInfo, error) {
 	var out []openstack.NetworkInfo
 	for _, id := range ids {
 		out = append(out, openstack.NetworkInfo{ID: id, Name: strings.TrimPrefix(id, "net-"), ProjectID: testProject})
@@ -61,7 +124,38 @@ func (f fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.Ne
 	return out, nil
 }
 
+func (f *fakeOwnership) ProjectPorts(_ context.Context, projectID string) ([]openstack.Port, error) {
+	if err := f.count(true); err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, v := range f.views() {
+		for _, p := range v.Ports {
+			if p.ProjectID == projectID {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeOwnership) ProjectFloatingIPs(_ context.Context, projectID string) ([]openstack.FloatingIP, error) {
+	if err := f.count(true); err != nil {
+		return nil, err
+	}
+	var out []openstack.FloatingIP
+	for _, v := range f.views() {
+		for _, fip := range v.FloatingIPs {
+			if fip.ProjectID == projectID {
+				out = append(out, fip)
+			}
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server, error) {
+	f.count(false)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -74,6 +168,7 @@ func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server
 }
 
 func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
+	f.count(opts == openstack.ListServersOpts{})
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -114,47 +209,118 @@ func TestOpenStackCloudLookups(t *testing.T) {
 		{name: "a deleted server is not found by provider ID", nodes: []*corev1.Node{node("node-dead", "openstack:///id-dead")}, spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a Nova error is no decision", err: errors.New("nova: 500"), spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := *compute
-			c.err = tt.err
-			e := NewEvaluator(NewOpenStackCloud(&c, fakeOwnership{&c}, tt.region, testProject), nodeGetter(tt.nodes...), nil, testPolicy)
-			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
-			if tt.noDecision {
-				if err == nil || d.Verdict == Approve || d.Verdict == Deny {
-					t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
+	// Each case is decided alone (a targeted lookup) and within a batch
+	// (answered by one listing of the project): the answers must agree.
+	for _, mode := range []string{"alone", "in a batch"} {
+		for _, tt := range tests {
+			if mode != "alone" && tt.noDecision {
+				continue // decided before any lookup: nothing to batch
+			}
+			t.Run(mode+": "+tt.name, func(t *testing.T) {
+				c := &fakeCompute{servers: compute.servers, err: tt.err}
+				o := &fakeOwnership{servers: compute.servers}
+				e := NewEvaluator(NewOpenStackCloud(c, o, tt.region, testProject, CloudOptions{Window: 300 * time.Millisecond}), nodeGetter(tt.nodes...), nil, testPolicy)
+				csr := makeCSR(t, tt.spec)
+				var d Decision
+				var err error
+				if mode == "alone" {
+					d, err = e.Evaluate(context.Background(), csr)
+				} else {
+					d, err = evaluateInABatch(t, e, csr, c, o)
 				}
-				return
-			}
-			if tt.err != nil {
-				if !errors.Is(err, tt.err) {
-					t.Fatalf("got %s/%s, %v; want error %v", d.Verdict, d.Reason, err, tt.err)
-				}
-				return
-			}
-			if err != nil || d.Verdict != tt.verdict || d.Reason != tt.reason {
-				t.Fatalf("got %s/%s (%s), %v; want %s/%s", d.Verdict, d.Reason, d.Message, err, tt.verdict, tt.reason)
-			}
-		})
+				checkLookupCase(t, tt.noDecision, tt.err, tt.verdict, tt.reason, d, err)
+			})
+		}
 	}
 }
 
-func TestRateLimitedCloudSpacesCalls(t *testing.T) {
-	cloud := testCloud()
-	limited := RateLimited(cloud, 20, 1)
+// evaluateInABatch decides csr together with another request, both asked
+// within the coalescing window after a first lookup: one listing each of
+// servers, ports and floating IPs answers both.
+func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *fakeCompute, o *fakeOwnership) (Decision, error) {
+	t.Helper()
+	other := makeCSR(t, csrSpec{name: "other", node: "node-off", ips: []string{"10.0.0.12"}})
+	_, _ = e.Evaluate(context.Background(), other) // starts the window
+	getsBefore, listsBefore := c.calls()
+	neutronTargetedBefore, neutronListsBefore := o.calls()
+	var wg sync.WaitGroup
+	var d Decision
+	var err error
+	wg.Go(func() { d, err = e.Evaluate(context.Background(), csr) })
+	wg.Go(func() { _, _ = e.Evaluate(context.Background(), other) })
+	wg.Wait()
+	gets, lists := c.calls()
+	t.Logf("the batch cost %d listing(s) and %d targeted call(s)", lists-listsBefore, gets-getsBefore)
+	if lists != listsBefore+1 {
+		t.Fatalf("two requests in one window cost %d listings, want 1", lists-listsBefore)
+	}
+	neutronTargeted, neutronLists := o.calls()
+	if c.err == nil && (neutronLists != neutronListsBefore+2 || neutronTargeted != neutronTargetedBefore) {
+		t.Fatalf("two requests in one window cost %d Neutron listings and %d targeted Neutron calls, want 2 (ports, floating IPs) and 0",
+			neutronLists-neutronListsBefore, neutronTargeted-neutronTargetedBefore)
+	}
+	return d, err
+}
+
+func checkLookupCase(t *testing.T, noDecision bool, wantErr error, verdict Verdict, reason string, d Decision, err error) {
+	t.Helper()
+	if noDecision {
+		if err == nil || d.Verdict == Approve || d.Verdict == Deny {
+			t.Fatalf("got %s/%s, %v; want no decision and an error", d.Verdict, d.Reason, err)
+		}
+		return
+	}
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("got %s/%s, %v; want error %v", d.Verdict, d.Reason, err, wantErr)
+		}
+		return
+	}
+	if err != nil || d.Verdict != verdict || d.Reason != reason {
+		t.Fatalf("got %s/%s (%s), %v; want %s/%s", d.Verdict, d.Reason, d.Message, err, verdict, reason)
+	}
+}
+
+func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
+	servers := testCloud().servers
+	c := &fakeCompute{servers: servers}
+	cloud := NewOpenStackCloud(c, &fakeOwnership{servers: servers}, "", testProject, CloudOptions{QPS: 20, Burst: 1, Window: -1})
 	start := time.Now()
 	for range 5 {
-		if _, err := limited.ServerForNode(context.Background(), "", "node-a"); err != nil {
+		if _, err := cloud.InstanceForNode(context.Background(), "", "node-a"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if elapsed := time.Since(start); elapsed < 150*time.Millisecond {
-		t.Errorf("5 calls at 20/s with burst 1 took %s, want >= 200ms", elapsed)
+		t.Errorf("5 lone lookups at 20/s with burst 1 took %s, want >= 200ms", elapsed)
 	}
+
+	// 200 requests at once: a handful of listings, well within the limit's
+	// pace for 200 calls (10 s).
+	c = &fakeCompute{servers: servers}
+	o := &fakeOwnership{servers: servers}
+	cloud = NewOpenStackCloud(c, o, "", testProject, CloudOptions{QPS: 20, Burst: 1, Window: 50 * time.Millisecond})
+	start = time.Now()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		name := []string{"node-a", "node-b", "node-off"}[i%3]
+		wg.Go(func() {
+			if _, err := cloud.InstanceForNode(context.Background(), "openstack:///id-"+strings.TrimPrefix(name, "node-"), name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	gets, lists := c.calls()
+	nt, nl := o.calls()
+	if elapsed := time.Since(start); elapsed > 3*time.Second || gets+lists+nt+nl > 30 {
+		t.Errorf("200 concurrent requests: %d GETs and %d listings of Nova, %d targeted requests and %d listings of Neutron in %s; want a few calls in well under 10 s",
+			gets, lists, nt, nl, elapsed)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := limited.ServerForNode(ctx, "", "node-a")
-	if err == nil || !strings.Contains(err.Error(), "rate limit") {
-		t.Errorf("a cancelled wait: %v, want a rate limit error (never a decision)", err)
+	if inst, err := cloud.InstanceForNode(ctx, "", "node-a"); err == nil {
+		t.Errorf("a cancelled lookup answered %+v; want an error (never a decision)", inst)
 	}
 }

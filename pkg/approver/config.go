@@ -27,6 +27,11 @@ type Config struct {
 
 	LeaderElection LeaderElection
 
+	// KubeAPIQPS and KubeAPIBurst limit the apiserver client (0: the
+	// defaults above; they replace those of a given RESTConfig).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
 	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
 	// "0" serves nothing.
 	MetricsBindAddress string
@@ -62,6 +67,18 @@ const (
 	DefaultMetricsBindAddress = "127.0.0.1:10263"
 	// DefaultServiceCIDR is kubeadm's default (and bootstrap/'s).
 	DefaultServiceCIDR = "10.96.0.0/12"
+	// A 1,000-node join burst is 1,000 approvals (one write each) plus a
+	// few Events: at 200 writes/s after a burst of 400 it is recorded in
+	// about 3 s, and the apiserver is not swamped by one client.
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
+	// Requests waiting for the cloud together share one listing; with a
+	// 250 ms window a burst costs at most four listings per second (each
+	// one page per 1,000 servers), however many requests it brings, for at
+	// most 250 ms more latency.
+	DefaultCoalesceWindow = 250 * time.Millisecond
+	DefaultWorkers        = 128
+	DefaultEventWindow    = 10 * time.Second
 )
 
 func (le *LeaderElection) withDefaults() {
@@ -105,6 +122,15 @@ func (c *Config) Validate() error {
 	}
 	if c.SignWithCADir != "" && c.ServingCertLifetime != 0 && c.ServingCertLifetime < time.Hour {
 		errs = append(errs, fmt.Errorf("--serving-cert-lifetime: %s is shorter than an hour", c.ServingCertLifetime))
+	}
+	if c.KubeAPIQPS < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: %v is negative", c.KubeAPIQPS))
+	}
+	if c.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: %d is negative", c.KubeAPIBurst))
+	}
+	if c.CoalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--cloud-coalesce-window: %s is negative", c.CoalesceWindow))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("--workers: %d is negative", c.Workers))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,18 +38,30 @@ type Options struct {
 	// MaxPendingPerNode is how many pending requests of one node are
 	// considered at a time, oldest first; 0 means no cap.
 	MaxPendingPerNode int
-	// CloudQPS and CloudBurst limit the cloud lookups; CloudQPS 0 means
-	// no limit.
-	CloudQPS   float64
-	CloudBurst int
-	// Workers is the number of requests decided in parallel (default 2).
+	// CloudQPS and CloudBurst limit the cloud operations of the cloud
+	// built from a cloud.conf (a listing that answers a batch of requests
+	// counts once); CloudQPS 0 means no limit. CoalesceWindow is the least
+	// time between two of its lookups (0: DefaultCoalesceWindow).
+	CloudQPS       float64
+	CloudBurst     int
+	CoalesceWindow time.Duration
+	// Workers is the number of requests decided in parallel (default
+	// DefaultWorkers). Requests that wait for the cloud together share one
+	// lookup, so this is also the largest batch.
 	Workers int
+	// EventWindow folds identical approval (and could-not-check) Events:
+	// the first is recorded at once, the others of the window as one
+	// summary naming them. Denials always get their own. Default
+	// DefaultEventWindow; negative: one Event per decision.
+	EventWindow time.Duration
 	// Registerer receives the metrics; nil keeps them in a private registry.
 	Registerer prometheus.Registerer
 	// Recorder receives the Events; nil records them to the apiserver.
 	Recorder record.EventRecorder
 	// RateLimiter spaces retries of undecidable requests; nil is
-	// exponential from 1s to 5m per request, 10/s overall.
+	// exponential from 1s to 10s per request. There is no overall limit:
+	// retries waiting for the cloud together share one lookup, and the
+	// cloud's rate limit counts those.
 	RateLimiter workqueue.TypedRateLimiter[string]
 	// Resync re-examines pending requests that saw no change (those left
 	// pending by a dry run or over the cap); default 10 minutes.
@@ -74,6 +85,7 @@ type Controller struct {
 	opts      Options
 	metrics   *metrics
 	recorder  record.EventRecorder
+	events    *eventAggregator
 	queue     workqueue.TypedRateLimitingInterface[string]
 
 	csrFactory, nodeFactory informers.SharedInformerFactory
@@ -99,7 +111,10 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		return nil, errors.New("new approver: a client and a cloud are required")
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 2
+		opts.Workers = DefaultWorkers
+	}
+	if opts.EventWindow == 0 {
+		opts.EventWindow = DefaultEventWindow
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Minute
@@ -117,10 +132,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	}
 	rl := opts.RateLimiter
 	if rl == nil {
-		rl = workqueue.NewTypedMaxOfRateLimiter(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(10, 100)},
-		)
+		// Capped at 10 s so that a burst held up by a cloud outage is
+		// decided within seconds of the recovery, not minutes.
+		rl = workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 10*time.Second)
 	}
 	c := &Controller{
 		client:   client,
@@ -129,6 +143,7 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		recorder: opts.Recorder,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "stackward-approver"}),
 		now:      time.Now,
+		events:   newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
 	// Only kubelet serving requests are listed and watched; the handler
 	// filters again for clients (and fakes) that ignore field selectors.
@@ -167,7 +182,7 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	if opts.SubjectAccessReview {
 		sar = client.AuthorizationV1().SubjectAccessReviews()
 	}
-	c.evaluator = NewEvaluator(RateLimited(cloud, opts.CloudQPS, opts.CloudBurst), c.getNode, sar, opts.Policy)
+	c.evaluator = NewEvaluator(cloud, c.getNode, sar, opts.Policy)
 	return c, nil
 }
 
@@ -282,11 +297,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		c.broadcaster.StartRecordingToSink(&countingEventSink{
+			EventSinkImpl: typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, writes: c.metrics.writes})
 		c.broadcaster.StartStructuredLogging(4)
 		defer c.broadcaster.Shutdown()
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stackward-approver"})
 	}
+	c.events.recorder = c.recorder
+	defer c.events.flush() // before the broadcaster shuts down
 	c.csrFactory.Start(ctx.Done())
 	c.nodeFactory.Start(ctx.Done())
 	defer c.csrFactory.Shutdown()

@@ -38,6 +38,9 @@ func startController(t *testing.T, cloud Cloud, opts Options, objs ...runtime.Ob
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = fastRetries()
 	}
+	if opts.EventWindow == 0 {
+		opts.EventWindow = 200 * time.Millisecond
+	}
 	c, err := NewController(client, cloud, opts)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)

@@ -54,8 +54,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		// outage during a join burst must not flood the apiserver.
 		if retries := c.queue.NumRequeues(name); retries == 0 {
 			logger.Info("Could not decide CSR; leaving it pending and retrying with backoff", "err", err)
-			c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
-				"Left pending, will retry: could not verify the request: %v", err)
+			c.events.fold(csr, corev1.EventTypeWarning, reasonCouldNotCheck,
+				fmt.Sprintf("Left pending, will retry: could not verify the request: %v", err))
 		} else {
 			logger.V(2).Info("Still could not decide CSR", "err", err, "retries", retries)
 		}
@@ -80,7 +80,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			if approved, err = c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
 				return c.updateFailed(ctx, start, err)
 			}
-			c.recorder.Event(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
+			c.events.fold(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 		}
 		if c.opts.Signer != nil && approved != nil {
 			if err := c.sign(ctx, approved); err != nil {
@@ -131,6 +131,7 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 		LastTransitionTime: now,
 	})
 	got, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{})
+	c.metrics.writes.WithLabelValues("certificatesigningrequests/approval", "update").Inc()
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

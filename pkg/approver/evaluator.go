@@ -17,19 +17,17 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// Cloud finds the instance behind a node and what Neutron says it owns.
-// These are the approver's only questions to the cloud; a wrapper (rate
-// limiting, coalescing) must forward both.
+// Cloud finds the instance behind a node and what Neutron says it owns:
+// the approver's only question to the cloud.
 type Cloud interface {
-	// ServerForNode returns the server with providerID when it is not
-	// empty, else the server whose name is exactly nodeName. A server that
-	// does not exist is openstack.ErrNotFound; several servers of that name
-	// are openstack.ErrAmbiguous; any other error means "could not tell".
-	ServerForNode(ctx context.Context, providerID, nodeName string) (*openstack.Server, error)
-	// ServerOwnership returns the server's ports of the cluster's project,
-	// the floating IPs on them and their networks, for nodeaddress.Trusted.
-	// Any error means "could not tell".
-	ServerOwnership(ctx context.Context, srv *openstack.Server) (nodeaddress.CloudView, error)
+	// InstanceForNode returns the instance with providerID when it is not
+	// empty, else the instance whose server name is exactly nodeName, as
+	// read after this call was made, with what Neutron says the server owns
+	// (the ports of the cluster's project, the floating IPs on them and
+	// their networks, for nodeaddress.Trusted). A server that does not
+	// exist is openstack.ErrNotFound; several servers of that name are
+	// openstack.ErrAmbiguous; any other error means "could not tell".
+	InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error)
 }
 
 // NodeGetter returns the Node of that name, or (nil, nil) when there is
@@ -92,8 +90,10 @@ type request struct {
 	nodeName string
 	cr       *x509.CertificateRequest
 	node     *corev1.Node // nil when the Node does not exist (yet)
-	server   *openstack.Server
-	lookup   string // how the server was found, for messages
+	instance *Instance
+	server   *openstack.Server // instance.Server
+
+	lookup string // how the server was found, for messages
 	// addresses are the instance's addresses as nodeaddress computes them.
 	addresses []corev1.NodeAddress
 	// trust is which of them the cloud controls.

@@ -166,20 +166,27 @@ type fakeCloud struct {
 	// views override what Neutron says a server (by ID) owns; without one
 	// it owns exactly its Nova addresses (see derivedView).
 	views  map[string]nodeaddress.CloudView
-	ownErr error // returned by ServerOwnership when set
+	ownErr error // the OwnershipErr of every instance when set
 }
 
-func (c *fakeCloud) ServerOwnership(_ context.Context, srv *openstack.Server) (nodeaddress.CloudView, error) {
+func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error) {
+	srv, err := c.serverForNode(ctx, providerID, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instance{Server: srv}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls = append(c.calls, "ownership|"+srv.ID)
-	if c.ownErr != nil {
-		return nodeaddress.CloudView{}, c.ownErr
+	switch v, ok := c.views[srv.ID]; {
+	case c.ownErr != nil:
+		inst.OwnershipErr = c.ownErr
+	case ok:
+		inst.Ownership = &v
+	default:
+		d := derivedView(srv)
+		inst.Ownership = &d
 	}
-	if v, ok := c.views[srv.ID]; ok {
-		return v, nil
-	}
-	return derivedView(srv), nil
+	return inst, nil
 }
 
 // derivedView is what Neutron says of a well-behaved server of project
@@ -207,7 +214,7 @@ func derivedView(srv *openstack.Server) nodeaddress.CloudView {
 
 const testProject = "proj"
 
-func (c *fakeCloud) ServerForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
+func (c *fakeCloud) serverForNode(_ context.Context, providerID, nodeName string) (*openstack.Server, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, fmt.Sprintf("%s|%s", providerID, nodeName))

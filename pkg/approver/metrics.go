@@ -23,6 +23,9 @@ const (
 type metrics struct {
 	decisions *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
+	// writes counts what deciding costs the apiserver (approvals, Events);
+	// leader election renewals are not decisions and not counted.
+	writes *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,8 +39,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to evaluate one kubelet serving CSR and record the outcome, cloud lookups included, by outcome.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"decision"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackward_approver_apiserver_writes_total",
+			Help: "Apiserver writes made to record decisions, by resource (certificatesigningrequests/approval, certificatesigningrequests/status when signing, events) and verb, failed ones included.",
+		}, []string{"resource", "verb"}),
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.duration} {
+	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.writes} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

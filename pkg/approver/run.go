@@ -115,6 +115,13 @@ func newKubeClient(cfg Config) (kubernetes.Interface, error) {
 		}
 	}
 	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+	if cfg.KubeAPIQPS > 0 {
+		rc.QPS = cfg.KubeAPIQPS
+	}
+	if cfg.KubeAPIBurst > 0 {
+		rc.Burst = cfg.KubeAPIBurst
+	}
 	rc.UserAgent = "stackward-approver/" + version.Version
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

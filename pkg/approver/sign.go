@@ -67,6 +67,7 @@ func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSi
 	upd := csr.DeepCopy()
 	upd.Status.Certificate = certPEM
 	_, err = c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	c.metrics.writes.WithLabelValues("certificatesigningrequests/status", "update").Inc()
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

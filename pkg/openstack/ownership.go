@@ -16,8 +16,9 @@ import (
 // fixed IPs of its ports and the floating IPs on them. Unlike Nova's
 // addresses (grouped by network name) and accessIPv4/v6 (free-form fields
 // any project member may set), these are what the cloud controls, so the
-// approver trusts only them. Three small questions, each one request, so a
-// batched caller can answer many servers with the same calls.
+// approver trusts only them. Three small questions about one server, each
+// one request, and two listings of the project that answer them for many
+// servers at once.
 type Ownership interface {
 	// ServerPorts returns the ports whose device_id is serverID and whose
 	// project is projectID (GET /v2.0/ports?device_id=&project_id=).
@@ -27,6 +28,12 @@ type Ownership interface {
 	FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]FloatingIP, error)
 	// Networks returns the networks with these IDs (GET /v2.0/networks?id=).
 	Networks(ctx context.Context, ids []string) ([]NetworkInfo, error)
+	// ProjectPorts returns every port of the project, following pages
+	// (GET /v2.0/ports?project_id=): one listing answers many servers.
+	ProjectPorts(ctx context.Context, projectID string) ([]Port, error)
+	// ProjectFloatingIPs returns every floating IP of the project,
+	// following pages (GET /v2.0/floatingips?project_id=).
+	ProjectFloatingIPs(ctx context.Context, projectID string) ([]FloatingIP, error)
 }
 
 // FloatingIP is the part of a Neutron floating IP the approver needs.
@@ -108,6 +115,10 @@ func (n *gopherNetwork) FloatingIPsOfPorts(ctx context.Context, portIDs []string
 	if err != nil {
 		return nil, fmt.Errorf("list floating IPs of ports %v: %w", portIDs, err)
 	}
+	return toFloatingIPs(list), nil
+}
+
+func toFloatingIPs(list []floatingips.FloatingIP) []FloatingIP {
 	out := make([]FloatingIP, 0, len(list))
 	for _, f := range list {
 		project := f.ProjectID
@@ -116,7 +127,7 @@ func (n *gopherNetwork) FloatingIPsOfPorts(ctx context.Context, portIDs []string
 		}
 		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, FixedIPAddress: f.FixedIP, ProjectID: project})
 	}
-	return out, nil
+	return out
 }
 
 // networkJSON adds the fields gophercloud's networks.Network leaves to
