@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ const burstCSRs = 1000
 
 // burstConfig is one way to get a join burst's serving certificates
 // approved and issued; the harness (nodes, CSR creation, measurement) is
-// the same for each. A built-in signer would be another configuration.
+// the same for each.
 type burstConfig struct {
 	name string
 	// start runs the approver until stop; writes tells its apiserver writes
@@ -51,7 +52,8 @@ type burstConfig struct {
 // latency, and measures created→approved and created→issued (signed by
 // kube-controller-manager with the flags of bootstrap/init-configuration.yaml)
 // for stackward-approver at its default flags and, as the reference ceiling,
-// a trivial approver that approves on sight, in the same run.
+// a trivial approver that approves on sight, in the same run; then (b)
+// stackward-approver as the signer.
 func TestBenchJoinBurst(t *testing.T) {
 	results := map[string]any{}
 	var trivialP99 float64
@@ -73,6 +75,21 @@ func TestBenchJoinBurst(t *testing.T) {
 			results[cfg.name+"_from_a_backlog"] = runBurst(t, cfg, true)
 		})
 	}
+	// (b) The approver signs (--sign-with-ca-dir) on a control plane whose
+	// kube-controller-manager has no kubelet-serving files, so only the
+	// approver issues; approval and signing are one step.
+	t.Run("builtin signer", func(t *testing.T) {
+		framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{ApproverSigns: true})
+		// The package's later tests expect kube-controller-manager signing.
+		defer framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{})
+		cfg := stackwardSigner()
+		r := runBurst(t, cfg, false)
+		if trivialP99 > 0 {
+			r["approved_p99_over_trivial_p99"] = r["created_to_approved"].(Latencies).P99ms / trivialP99
+			r["issued_p99_over_trivial_approved_p99"] = r["created_to_issued"].(Latencies).P99ms / trivialP99
+		}
+		results[cfg.name] = r
+	})
 	results["csrs"], results["cloud_latency_ms"] = burstCSRs, cloudLatency.Milliseconds()
 	put(t, "join_burst_1000_csrs", results)
 }
@@ -82,6 +99,21 @@ func stackwardDefaults() burstConfig {
 		reg := prometheus.NewRegistry()
 		// Zero options are the binary's flag defaults.
 		stop, err := cp.RunApprover(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() float64 { return gatherSum(t, reg, "stackward_approver_apiserver_writes_total") }, stop
+	}}
+}
+
+// stackwardSigner is stackwardDefaults with --sign-with-ca-dir on the
+// control plane's kubelet-serving CA.
+func stackwardSigner() burstConfig {
+	return burstConfig{name: "stackward_default_flags_builtin_signer", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (func() float64, func()) {
+		reg := prometheus.NewRegistry()
+		stop, err := cp.RunApproverWith(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg}, func(cfg *approver.Config) {
+			cfg.SignWithCADir = filepath.Join(framework.KubernetesDir, "pki")
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,6 +70,28 @@ func SharedControlPlane(t testing.TB) *ControlPlane {
 	return shared
 }
 
+// ReplaceSharedControlPlane stops the shared control plane, if one was
+// started, and starts one with opts in its place: later SharedControlPlane
+// calls return it. The lab's addresses fit one control plane at a time, so
+// a test that needs another configuration (the approver as signer) and
+// the package's other tests take turns.
+func ReplaceSharedControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
+	t.Helper()
+	ToolsDir(t)
+	sharedOnce.Do(func() {}) // from now on only this function starts one
+	if shared != nil {
+		shared.Stop()
+		shared = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	shared, sharedErr = StartControlPlaneWith(ctx, os.Getenv("STACKWARD_TOOLS_DIR"), opts)
+	if sharedErr != nil {
+		t.Fatalf("control plane: %v", sharedErr)
+	}
+	return shared
+}
+
 // StartControlPlane runs kubeadm's certs, kubeconfig, etcd and control-plane
 // phases over bootstrap/init-configuration.yaml (lab addresses substituted),
 // then starts the static pods' commands as processes and waits until ready.
