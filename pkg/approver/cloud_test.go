@@ -52,6 +52,8 @@ var _ openstack.Compute = (*fakeCompute)(nil)
 type fakeOwnership struct {
 	servers []openstack.Server
 	err     error
+	// overrides replace derivedView for a server (by ID), as fakeCloud's.
+	overrides map[string]nodeaddress.CloudView
 
 	mu                 sync.Mutex
 	targeted, listings int
@@ -79,9 +81,14 @@ var _ openstack.Ownership = (*fakeOwnership)(nil)
 func (f *fakeOwnership) views() []nodeaddress.CloudView {
 	var out []nodeaddress.CloudView
 	for i := range f.servers {
-		if f.servers[i].Status != openstack.StatusDeleted {
-			out = append(out, derivedView(&f.servers[i]))
+		if f.servers[i].Status == openstack.StatusDeleted {
+			continue
 		}
+		if v, ok := f.overrides[f.servers[i].ID]; ok {
+			out = append(out, v)
+			continue
+		}
+		out = append(out, derivedView(&f.servers[i]))
 	}
 	return out
 }
@@ -118,8 +125,13 @@ func (f *fakeOwnership) FloatingIPsOfPorts(_ context.Context, portIDs []string) 
 
 func (f *fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.NetworkInfo, error) {
 	var out []openstack.NetworkInfo
-	for _, id := range ids {
-		out = append(out, openstack.NetworkInfo{ID: id, Name: strings.TrimPrefix(id, "net-"), ProjectID: testProject})
+	for _, v := range f.views() {
+		for _, n := range v.Networks {
+			if i := slices.Index(ids, n.ID); i >= 0 {
+				out = append(out, n)
+				ids = slices.Delete(ids, i, i+1)
+			}
+		}
 	}
 	return out, nil
 }
@@ -208,6 +220,11 @@ func TestOpenStackCloudLookups(t *testing.T) {
 		{name: "two servers of the node's name are ambiguous", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, verdict: Deny, reason: ReasonInstanceAmbiguous},
 		{name: "a deleted server is not found by provider ID", nodes: []*corev1.Node{node("node-dead", "openstack:///id-dead")}, spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a Nova error is no decision", err: errors.New("nova: 500"), spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}},
+		{name: "a floating IP on the server's port is approved", spec: csrSpec{node: "node-b", ips: []string{"10.0.0.11", "198.18.0.11"}}, verdict: Approve, reason: ReasonVerified},
+		{name: "an accessIPv4 is not trusted", spec: csrSpec{node: "node-acc", ips: []string{"10.0.0.20", "203.0.113.20"}}, verdict: Deny, reason: ReasonUntrustedAddress},
+		{name: "a fixed IP on a port of another project is not trusted", spec: csrSpec{node: "node-xport", ips: []string{"10.0.0.23"}}, verdict: Deny, reason: ReasonUntrustedAddress},
+		{name: "a fixed IP on another project's network is not trusted", spec: csrSpec{node: "node-xnet", ips: []string{"10.0.0.24"}}, verdict: Deny, reason: ReasonUntrustedAddress},
+		{name: "an address no port of the server carries is not trusted", spec: csrSpec{node: "node-noport", ips: []string{"10.0.0.25"}}, verdict: Deny, reason: ReasonUntrustedAddress},
 	}
 	// Each case is decided alone (a targeted lookup) and within a batch
 	// (answered by one listing of the project): the answers must agree.
@@ -218,7 +235,7 @@ func TestOpenStackCloudLookups(t *testing.T) {
 			}
 			t.Run(mode+": "+tt.name, func(t *testing.T) {
 				c := &fakeCompute{servers: compute.servers, err: tt.err}
-				o := &fakeOwnership{servers: compute.servers}
+				o := &fakeOwnership{servers: compute.servers, overrides: testCloud().views}
 				e := NewEvaluator(NewOpenStackCloud(c, o, tt.region, testProject, CloudOptions{Window: 300 * time.Millisecond}), nodeGetter(tt.nodes...), nil, testPolicy)
 				csr := makeCSR(t, tt.spec)
 				var d Decision

@@ -271,7 +271,8 @@ func testCloud() *fakeCloud {
 	xportView.Ports[0].ProjectID = "other"
 	xnet := server("id-xnet", "node-xnet", openstack.StatusActive, "10.0.0.24", "")
 	xnetView := derivedView(&xnet)
-	xnetView.Networks[0].ProjectID = "other"
+	// Another project's network of the same name (Neutron allows it).
+	xnetView.Ports[0].NetworkID, xnetView.Networks[0].ID, xnetView.Networks[0].ProjectID = "net-theirs", "net-theirs", "other"
 	noport := server("id-noport", "node-noport", openstack.StatusActive, "10.0.0.25", "")
 	return &fakeCloud{views: map[string]nodeaddress.CloudView{
 		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport},
