@@ -40,7 +40,13 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	} else {
 		r.lookup = fmt.Sprintf("name %q", r.nodeName)
 	}
-	inst, err := e.cloud.InstanceForNode(ctx, providerID, r.nodeName)
+	var ips []netip.Addr
+	for _, sanIP := range r.cr.IPAddresses {
+		if ip, ok := netip.AddrFromSlice(sanIP); ok {
+			ips = append(ips, ip.Unmap())
+		}
+	}
+	inst, err := e.cloud.InstanceForNode(ctx, providerID, r.nodeName, ips)
 	switch {
 	case errors.Is(err, openstack.ErrNotFound):
 		if providerID != "" {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,15 +79,43 @@ type openStackCloud struct {
 	batches   *openstack.Coalescer[nodeKey, lookupResult]
 }
 
-// nodeKey is what identifies a lookup: the Node's providerID, else its name.
-type nodeKey struct{ providerID, nodeName string }
+// nodeKey is what identifies a lookup: the Node's providerID, else its
+// name, and the IPs asked for (sorted, comma-separated).
+type nodeKey struct{ providerID, nodeName, ips string }
+
+// asked returns the IPs of k.
+func (k nodeKey) asked() []string {
+	if k.ips == "" {
+		return nil
+	}
+	return strings.Split(k.ips, ",")
+}
+
+// needsFloatingIPs reports whether an IP asked for is not a fixed IP of
+// the ports: only then can the floating IPs change the answer.
+func needsFloatingIPs(asked []string, ports []openstack.Port) bool {
+	for _, ip := range asked {
+		fixed := false
+		for _, p := range ports {
+			for _, f := range p.FixedIPs {
+				if a, err := netip.ParseAddr(f.IPAddress); err == nil && a.Unmap().String() == ip {
+					fixed = true
+				}
+			}
+		}
+		if !fixed {
+			return true
+		}
+	}
+	return false
+}
 
 type lookupResult struct {
 	inst *Instance
 	err  error
 }
 
-func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error) {
+func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeName string, ips []netip.Addr) (*Instance, error) {
 	if providerID != "" && c.region != "" {
 		if region, _, err := openstack.ParseProviderID(providerID); err == nil && region != "" && region != c.region {
 			// Another region's instance may well exist: this cloud.conf
@@ -93,7 +123,12 @@ func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeNa
 			return nil, fmt.Errorf("provider ID %s is in region %q, this cloud.conf is for region %q", providerID, region, c.region)
 		}
 	}
-	res, err := c.batches.Do(ctx, nodeKey{providerID: providerID, nodeName: nodeName})
+	asked := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		asked = append(asked, ip.Unmap().String())
+	}
+	slices.Sort(asked)
+	res, err := c.batches.Do(ctx, nodeKey{providerID: providerID, nodeName: nodeName, ips: strings.Join(slices.Compact(asked), ",")})
 	if err == nil {
 		err = res.err
 	}
@@ -104,9 +139,10 @@ func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeNa
 }
 
 // fetch answers one batch: a lone key with a targeted lookup, several with
-// one listing each of the project's servers, ports and floating IPs (and a
-// targeted lookup for any key the listing does not hold, rare: a request
-// naming a server of no one's).
+// one listing each of the project's servers and ports, and of its floating
+// IPs when a request asks for an IP that is no fixed IP of its server's
+// ports (and a targeted lookup for any key the listing does not hold,
+// rare: a request naming a server of no one's).
 func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) (map[nodeKey]lookupResult, error) {
 	out := make(map[nodeKey]lookupResult, len(b.Keys))
 	if len(b.Keys) == 1 {
@@ -120,6 +156,18 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 		return nil, err
 	}
 	var listed []*Instance
+	var wantFloating bool
+	for _, k := range b.Keys {
+		if srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName); err == nil && c.ownershipMatters(srv) &&
+			needsFloatingIPs(k.asked(), snap.ports[srv.ID]) {
+			wantFloating = true
+		}
+	}
+	if wantFloating {
+		if err := snap.listFloatingIPs(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	for _, k := range b.Keys {
 		srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName)
 		if errors.Is(err, openstack.ErrNotListed) {
@@ -160,22 +208,40 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 type projectSnapshot struct {
 	servers *openstack.Snapshot
 	ports   map[string][]openstack.Port       // by device ID
-	fips    map[string][]openstack.FloatingIP // by port ID
+	fips    map[string][]openstack.FloatingIP // by port ID; nil: not read
 }
 
-// snapshot lists the project's servers, ports and floating IPs
-// concurrently, each paged and each one call of the rate limit; any
-// failure fails the whole batch (it is retried, never taken as absence).
+// listFloatingIPs adds the project's floating IPs (one paged listing, one
+// call of the rate limit).
+func (s *projectSnapshot) listFloatingIPs(ctx context.Context, c *openStackCloud) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	fips, err := c.ownership.ProjectFloatingIPs(ctx, c.projectID)
+	if err != nil {
+		return err
+	}
+	s.fips = map[string][]openstack.FloatingIP{}
+	for _, f := range fips {
+		if f.PortID != "" {
+			s.fips[f.PortID] = append(s.fips[f.PortID], f)
+		}
+	}
+	return nil
+}
+
+// snapshot lists the project's servers and ports concurrently, each paged
+// and each one call of the rate limit; any failure fails the whole batch
+// (it is retried, never taken as absence).
 func (c *openStackCloud) snapshot(ctx context.Context) (*projectSnapshot, error) {
 	if c.ownership == nil {
 		return nil, errors.New("no Neutron client: cannot tell which addresses the cloud controls")
 	}
 	var (
-		wg                 sync.WaitGroup
-		servers            *openstack.Snapshot
-		ports              []openstack.Port
-		fips               []openstack.FloatingIP
-		srvErr, pErr, fErr error
+		wg           sync.WaitGroup
+		servers      *openstack.Snapshot
+		ports        []openstack.Port
+		srvErr, pErr error
 	)
 	wg.Go(func() {
 		if srvErr = c.wait(ctx); srvErr == nil {
@@ -187,31 +253,21 @@ func (c *openStackCloud) snapshot(ctx context.Context) (*projectSnapshot, error)
 			ports, pErr = c.ownership.ProjectPorts(ctx, c.projectID)
 		}
 	})
-	wg.Go(func() {
-		if fErr = c.wait(ctx); fErr == nil {
-			fips, fErr = c.ownership.ProjectFloatingIPs(ctx, c.projectID)
-		}
-	})
 	wg.Wait()
-	if err := errors.Join(srvErr, pErr, fErr); err != nil {
+	if err := errors.Join(srvErr, pErr); err != nil {
 		return nil, err
 	}
-	s := &projectSnapshot{servers: servers, ports: map[string][]openstack.Port{}, fips: map[string][]openstack.FloatingIP{}}
+	s := &projectSnapshot{servers: servers, ports: map[string][]openstack.Port{}}
 	for _, p := range ports {
 		if p.DeviceID != "" {
 			s.ports[p.DeviceID] = append(s.ports[p.DeviceID], p)
-		}
-	}
-	for _, f := range fips {
-		if f.PortID != "" {
-			s.fips[f.PortID] = append(s.fips[f.PortID], f)
 		}
 	}
 	return s, nil
 }
 
 // viewOf is what the listings say srv owns, as a targeted lookup would
-// (networks aside).
+// (networks aside; floating IPs when they were read).
 func (s *projectSnapshot) viewOf(srv *openstack.Server) *nodeaddress.CloudView {
 	v := &nodeaddress.CloudView{Server: srv, Ports: slices.Clone(s.ports[srv.ID])}
 	for _, p := range v.Ports {
@@ -246,7 +302,7 @@ func (c *openStackCloud) targeted(ctx context.Context, k nodeKey) (*Instance, er
 	}
 	inst := &Instance{Server: srv}
 	if c.ownershipMatters(srv) {
-		view, err := c.serverOwnership(ctx, srv)
+		view, err := c.serverOwnership(ctx, srv, k.asked())
 		if err != nil {
 			inst.OwnershipErr = err
 		} else {
@@ -257,9 +313,9 @@ func (c *openStackCloud) targeted(ctx context.Context, k nodeKey) (*Instance, er
 }
 
 // serverOwnership asks Neutron for the server's ports of the project, then
-// the floating IPs on them and their networks (cached): two or three
-// requests.
-func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Server) (*nodeaddress.CloudView, error) {
+// the floating IPs on them when an IP asked for is no fixed IP of them, and
+// their networks (cached): one to three requests.
+func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Server, asked []string) (*nodeaddress.CloudView, error) {
 	if c.ownership == nil {
 		return nil, fmt.Errorf("ownership of server %s: no Neutron client", srv.ID)
 	}
@@ -275,7 +331,7 @@ func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Ser
 	for _, p := range ports {
 		portIDs = append(portIDs, p.ID)
 	}
-	if len(portIDs) > 0 {
+	if len(portIDs) > 0 && needsFloatingIPs(asked, ports) {
 		if err := c.wait(ctx); err != nil {
 			return nil, err
 		}

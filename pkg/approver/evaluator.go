@@ -24,10 +24,12 @@ type Cloud interface {
 	// empty, else the instance whose server name is exactly nodeName, as
 	// read after this call was made, with what Neutron says the server owns
 	// (the ports of the cluster's project, the floating IPs on them and
-	// their networks, for nodeaddress.Trusted). A server that does not
+	// their networks, for nodeaddress.Trusted). ips are the addresses the
+	// request asks for: floating IPs need not be read when every one of
+	// them is a fixed IP of the server's ports. A server that does not
 	// exist is openstack.ErrNotFound; several servers of that name are
 	// openstack.ErrAmbiguous; any other error means "could not tell".
-	InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error)
+	InstanceForNode(ctx context.Context, providerID, nodeName string, ips []netip.Addr) (*Instance, error)
 }
 
 // NodeGetter returns the Node of that name, or (nil, nil) when there is

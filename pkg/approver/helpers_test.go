@@ -169,7 +169,7 @@ type fakeCloud struct {
 	ownErr error // the OwnershipErr of every instance when set
 }
 
-func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName string) (*Instance, error) {
+func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName string, _ []netip.Addr) (*Instance, error) {
 	srv, err := c.serverForNode(ctx, providerID, nodeName)
 	if err != nil {
 		return nil, err
