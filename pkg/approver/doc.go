@@ -19,10 +19,11 @@
 // instance does not exist, a SAN is not the instance's) does.
 //
 // Join bursts: requests that wait for the cloud together are answered by
-// one listing of the project started after all of them were asked (a lone
-// request costs one targeted lookup), so no decision rests on cloud data
-// older than its request, and a burst of N requests costs a few listings
-// rather than N calls. Each decision is one apiserver write; Events of
+// one listing each of the project's servers and ports (and floating IPs
+// when asked for) started after all of them were asked (a lone request
+// costs one targeted lookup), so no decision rests on cloud data older
+// than its request, and a burst of N requests costs a few listings rather
+// than N calls. Each decision is one apiserver write; Events of
 // identical approvals are folded into one per window, denials always get
 // their own.
 package approver

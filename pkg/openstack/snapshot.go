@@ -18,9 +18,9 @@ var ErrNotListed = errors.New("not in the listing")
 // caller decides whether data from Started is fresh enough for its
 // question. Servers share their maps with the snapshot: read-only.
 //
-// It is the one place a bulk read of instances lives: the Neutron ports
-// and floating IPs of the project belong here as well, each as one paged
-// listing started with the server listing.
+// It is the one place a bulk read of instances lives; the approver lists
+// the project's Neutron ports (and floating IPs) alongside it, started
+// after the same requests (Ownership.ProjectPorts, ProjectFloatingIPs).
 type Snapshot struct {
 	Started time.Time
 	Servers []Server // in the cloud's order
