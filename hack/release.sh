@@ -34,6 +34,7 @@ fi
 if [[ -z ${HELM:-} ]]; then
   if command -v helm >/dev/null; then HELM=helm; else HELM="$(e2e/tools/build.sh)/helm4"; fi
 fi
+helm_version=$("$HELM" version --short 2>&1) || die "HELM=$HELM does not run: $helm_version"
 
 mkdir -p bin
 (cd hack/imagetool && go build -o ../../bin/imagetool .)

@@ -91,6 +91,22 @@ func TestReleaseFromRegistry(t *testing.T) {
 	t.Logf("make release took %v:\n%s", time.Since(start).Round(time.Second), out)
 	pushed := pushedDigests(t, out)
 
+	t.Run("make images again gives the digests that were pushed", func(t *testing.T) {
+		cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "images", "VERSION="+version)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOTOOLCHAIN=local")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make images: %v\n%s", err, out)
+		}
+		for _, image := range images {
+			line := regexp.MustCompile(`(?m)^` + image + ` +(sha256:[0-9a-f]{64}) `).FindStringSubmatch(string(out))
+			if line == nil || line[1] != pushed[image] {
+				t.Errorf("%s: rebuilt as %v, pushed %s:\n%s", image, line, pushed[image], out)
+			}
+		}
+	})
+
 	for _, helm := range []string{"helm3", "helm4"} {
 		t.Run("helm install from oci:// with "+helm+" names the release's images", func(t *testing.T) {
 			release := "stackward-" + helm
