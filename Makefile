@@ -8,12 +8,13 @@ BIN := $(CURDIR)/bin
 BINARIES := $(notdir $(wildcard cmd/*))
 E2E_TIMEOUT ?= 40m
 N ?= 5
+SOAK ?= 30m
 
 FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lint bench demo fuzz clean help images release
+.PHONY: all build test unit e2e tools lint bench demo fuzz soak clean help images release
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -62,6 +63,12 @@ bench: tools build ## Benchmarks on the simulator and a real apiserver: JSON rep
 	  STACKWARD_BENCH_GOBENCH=$(BIN)/bench-loadbalancer.txt STACKWARD_BIN_DIR=$(BIN) \
 	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/
 	@echo "report: $(BIN)/bench.json"
+
+soak: tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK=5m short): bin/soak.json and bin/soak.svg.
+	@mkdir -p $(BIN)
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_SOAK=$(SOAK) STACKWARD_SOAK_REPORT=$(BIN)/soak.json \
+	  $(GO) test -count=1 -tags e2e -timeout 4h -run '^TestSoak$$' -v ./e2e/soak/
+	@echo "report: $(BIN)/soak.json, plot: $(BIN)/soak.svg"
 
 demo: tools ## The whole system on this machine: simulated cloud, control plane, N nodes (default 5); Ctrl-C stops it.
 	@mkdir -p $(BIN)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -325,6 +326,12 @@ func (s *soak) converge() {
 	if err != nil {
 		lag, n, names := s.unconverged()
 		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v", time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx))
+		for _, name := range names {
+			if k := s.nodes[strings.TrimPrefix(name, "node ")]; k != nil && k.kubelet != nil {
+				done, err := k.kubelet.Process.Exited()
+				s.t.Logf("kubelet of %s (launched %.0fs in, exited %v %v):\n%s", k.name, k.since.Sub(s.led.start).Seconds(), done, err, k.kubelet.Process.Tail(3000))
+			}
+		}
 	}
 	after, err := s.other.snapshot(s.ctx, s.api, s.routerID)
 	if err != nil {
