@@ -99,6 +99,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		if err := cloud.Sim.SetFault(cloudsim.FaultRule{Service: "compute", Status: 503}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(cloud.Sim.ClearFaults) // never leave the outage to later subtests
 		node := cp.StartNode(t, framework.NodeOptions{Name: "web-4", IP: framework.NodeIP(4)})
 		csr, err := cp.WaitForCSR(ctx, certificatesv1.KubeletServingSignerName, "web-4", time.Minute, func(*certificatesv1.CertificateSigningRequest) bool { return true })
 		if err != nil {
@@ -107,7 +108,7 @@ func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 12*time.Second, true, func(ctx context.Context) (bool, error) {
 			c, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
 			if err != nil {
-				return false, err
+				return false, nil // a slow apiserver (or the poll's own deadline) is no verdict
 			}
 			if !framework.IsPending(c) {
 				t.Fatalf("request decided while the cloud was down: %s", framework.DescribeCSR(c))
