@@ -85,8 +85,10 @@ func TestBenchProcessRSS(t *testing.T) {
 			}
 			ccm.Stop()
 			appr.Stop()
+			// Only the next size's processes would see leftovers (and so
+			// show more memory); deleting 5,000 Nodes at once may time out.
 			if err := cp.Admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-				t.Fatal(err)
+				t.Logf("deleting the Nodes: %v", err)
 			}
 		})
 	}
