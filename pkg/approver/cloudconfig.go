@@ -34,9 +34,11 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 	if cfg.Cloud != nil {
 		return cfg.Cloud, nil
 	}
-	clients, err := openstack.NewClients(ctx, cc, openstack.ClientOptions{
-		Registerer: cfg.Registerer,
-		UserAgent:  "stackward-approver/" + version.Version,
+	clients, err := openstack.WaitForClients(ctx, "stackward-approver", func(ctx context.Context) (*openstack.Clients, error) {
+		return openstack.NewClients(ctx, cc, openstack.ClientOptions{
+			Registerer: cfg.Registerer,
+			UserAgent:  "stackward-approver/" + version.Version,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config %s: %w", cfg.CloudConfig, err)

@@ -163,7 +163,9 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	if reg == nil {
 		reg = legacyregistry.Registerer()
 	}
-	clients, err := newClients(ctx, cfg, openstack.ClientOptions{Registerer: reg, UserAgent: "stackward-ccm/" + version.Version})
+	clients, err := openstack.WaitForClients(ctx, "stackward-ccm", func(ctx context.Context) (*openstack.Clients, error) {
+		return newClients(ctx, cfg, openstack.ClientOptions{Registerer: reg, UserAgent: "stackward-ccm/" + version.Version})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
