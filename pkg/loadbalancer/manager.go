@@ -35,10 +35,15 @@ type Manager struct {
 	ClusterUID func(ctx context.Context) (string, error)
 	// Requeue is the RetryError delay; zero means DefaultRequeue.
 	Requeue time.Duration
+	// SecurityGroups, with Config.ManageSecurityGroups, manages a security
+	// group per Service on the member ports (secgroups.go).
+	SecurityGroups SecurityGroups
 
 	mu sync.Mutex
-	// Looked up once: the only external network, the nodes' subnet.
+	// Looked up once: the only external network, the nodes' subnet, the
+	// CIDRs of member subnets.
 	floatingNetwork, nodeSubnet string
+	subnetCIDRs                 map[string]string
 }
 
 func (m *Manager) requeue() time.Duration {
@@ -166,6 +171,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
 	}
+	if err := m.syncSecurityGroup(ctx, clusterName, svc, o, spec, nodes); err != nil {
+		return nil, err
+	}
 	return status(lb, fips), nil
 }
 
@@ -193,14 +201,18 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err
 	}
-	remaining, err := m.step(ctx, lb, buildSpec(id, svc, o, nodes))
+	spec := buildSpec(id, svc, o, nodes)
+	remaining, err := m.step(ctx, lb, spec)
 	if err != nil {
 		return err
 	}
 	if remaining > 0 {
 		return notReady(m.requeue(), "load balancer %s: %d more changes queued", lb.Name, remaining)
 	}
-	return waitForAddresses(nodes, m.requeue())
+	if err := waitForAddresses(nodes, m.requeue()); err != nil {
+		return err
+	}
+	return m.syncSecurityGroup(ctx, clusterName, svc, o, spec, nodes)
 }
 
 // waitForAddresses asks for another sync while a node the cloud-node
@@ -247,14 +259,18 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 		return err
 	}
 	lb, err := m.find(ctx, id, svc)
-	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+	if err != nil {
 		return err
 	}
-	if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
-		return err
+	if lb != nil && lb.ProvisioningStatus != StatusPendingDelete {
+		if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
 	}
-	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
-	return nil
+	// Also when the load balancer is gone already: a previous sync may
+	// have deleted it and failed on the group.
+	return m.deleteSecurityGroup(ctx, svc)
 }
 
 // keepFloatingIP says which floating IPs of the Service's load balancers
