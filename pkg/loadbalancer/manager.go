@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // DefaultRequeue is how soon a Service whose load balancer is busy
@@ -102,6 +103,9 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, false, err
 	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		return m.getShared(ctx, id, svc, shared, err)
+	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		return nil, false, err
@@ -124,6 +128,12 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	id, err := m.identity(ctx, clusterName)
 	if err != nil {
 		return nil, err
+	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if err != nil {
+			return nil, err
+		}
+		return m.ensureShared(ctx, id, svc, o, shared, nodes)
 	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil {
@@ -188,6 +198,13 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if err != nil {
+			return err
+		}
+		_, err = m.ensureShared(ctx, id, svc, o, shared, nodes)
+		return err
+	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil {
 		return err
@@ -231,9 +248,16 @@ func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
 // step reads the tree, plans, runs the first step and returns how many
 // steps remain after it.
 func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, error) {
+	if changed, err := m.claim(ctx, lb, spec); err != nil || changed {
+		return 1, err
+	}
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
 	if err != nil {
 		return 0, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
+	}
+	// Only this Service's listeners: others may share the load balancer.
+	if tree, err = ownPart(lb, tree, spec); err != nil {
+		return 0, err
 	}
 	steps := plan(lb.ID, tree, spec)
 	if len(steps) == 0 {
@@ -258,11 +282,27 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if errors.Is(err, openstack.ErrNotFound) {
+			return m.deleteSecurityGroup(ctx, svc) // gone already
+		}
+		if err != nil {
+			return err
+		}
+		return m.deleteShared(ctx, id, svc, shared)
+	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil {
 		return err
 	}
 	if lb != nil && lb.ProvisioningStatus != StatusPendingDelete {
+		// Other Services still on it keep it; this one only leaves.
+		if whole, err := m.leaveShared(ctx, id, svc, lb); err != nil || !whole {
+			if err != nil {
+				return err
+			}
+			return m.deleteSecurityGroup(ctx, svc)
+		}
 		if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
 			return err
 		}
