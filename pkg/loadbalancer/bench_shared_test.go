@@ -32,7 +32,10 @@ func BenchmarkSharedLoadBalancer(b *testing.B) {
 		env.m.Config.MaxSharedLB = sharers + 1
 		ctx := context.Background()
 		nodes := simNodes("10.0.0.11", "10.0.0.12")
-		if err := untilDone(func() error { _, err := env.m.Ensure(ctx, "bench", simService("creator", 80, 30080, nil), nodes); return err }); err != nil {
+		if err := untilDone(func() error {
+			_, err := env.m.Ensure(ctx, "bench", simService("creator", 80, 30080, nil), nodes)
+			return err
+		}); err != nil {
 			b.Fatal(err)
 		}
 		found, err := env.m.Octavia.FindLoadBalancers(ctx, "kube_service_bench_shop_creator", loadbalancer.ClusterTag("uid-1"))
