@@ -41,19 +41,25 @@ var ErrSharing = errors.New("cannot share the load balancer")
 func ownerTag(clusterName string, svc ServiceRef) string { return LoadBalancerName(clusterName, svc) }
 
 // owners are the Services using a load balancer. One this cluster created
-// before Stackward tagged its creator has no Service tag at all: its name
-// stands for the creator (a sharer joining writes that tag down).
-func owners(lb *LoadBalancer, clusterUID string) []string {
+// before Stackward tagged creators has no Service tag and only untagged
+// listeners: its name stands for its creator (a sharer joining writes that
+// tag down). tree may be nil when only the tags matter.
+func owners(lb *LoadBalancer, clusterUID string, tree *Tree) []string {
 	var out []string
 	for _, t := range lb.Tags {
 		if strings.HasPrefix(t, ownerPrefix) {
 			out = append(out, t)
 		}
 	}
-	if len(out) == 0 && createdByCluster(lb, clusterUID) {
+	if len(out) == 0 && tree != nil && createdByCluster(lb, clusterUID) &&
+		slices.ContainsFunc(tree.Listeners, func(l Listener) bool { return !hasOwnerTag(l) }) {
 		out = append(out, lb.Name)
 	}
 	return out
+}
+
+func hasOwnerTag(l Listener) bool {
+	return slices.ContainsFunc(l.Tags, func(t string) bool { return strings.HasPrefix(t, ownerPrefix) })
 }
 
 func createdByCluster(lb *LoadBalancer, clusterUID string) bool {
@@ -67,7 +73,7 @@ func ownListener(l Listener, owner string, creator bool) bool {
 	if slices.Contains(l.Tags, owner) {
 		return true
 	}
-	return creator && !slices.ContainsFunc(l.Tags, func(t string) bool { return strings.HasPrefix(t, ownerPrefix) })
+	return creator && !hasOwnerTag(l)
 }
 
 // ownPart is the part of tree that belongs to the Service of spec. A port
@@ -136,7 +142,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 	if err != nil {
 		return nil, err
 	}
-	if users := owners(lb, id.ClusterUID); !slices.Contains(users, spec.Owner) {
+	if users := owners(lb, id.ClusterUID, tree); !slices.Contains(users, spec.Owner) {
 		if max := m.Config.MaxSharedLB; max > 0 && len(users) >= max {
 			return nil, fmt.Errorf("%w %s (%s): it serves %d Services already (%s), max-shared-lb in [LoadBalancer] is %d",
 				ErrSharing, lb.Name, lb.ID, len(users), strings.Join(users, ", "), max)
@@ -196,16 +202,13 @@ func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step) error {
 
 // leaveShared takes a Service off a load balancer other Services still
 // use, or that this cluster did not create: its listeners one per sync,
-// then its tag. It reports done when nothing is left to do, and whole when
-// the Service is the last user of a load balancer this cluster created,
-// which the caller then deletes as a whole.
+// then its tag. It reports whole when the Service is the last user of a
+// load balancer this cluster created, which the caller then deletes as a
+// whole. A listener tagged for another Service keeps the load balancer
+// even when that Service's tag is missing: Octavia has no compare-and-swap
+// on tags, so two Services joining at once may lose one.
 func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer) (whole bool, err error) {
 	owner := ownerTag(id.ClusterName, refOf(svc))
-	users := owners(lb, id.ClusterUID)
-	others := slices.DeleteFunc(slices.Clone(users), func(t string) bool { return t == owner })
-	if len(others) == 0 && createdByCluster(lb, id.ClusterUID) {
-		return true, nil
-	}
 	switch lb.ProvisioningStatus {
 	case StatusActive, StatusError:
 	case StatusPendingDelete:
@@ -217,7 +220,13 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 	if err != nil {
 		return false, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
 	}
+	users := owners(lb, id.ClusterUID, tree)
+	others := slices.DeleteFunc(slices.Clone(users), func(t string) bool { return t == owner })
 	own, _ := ownPart(lb, tree, Spec{Name: LoadBalancerName(id.ClusterName, refOf(svc)), Owner: owner})
+	foreign := len(tree.Listeners) - len(own.Listeners)
+	if len(others) == 0 && foreign == 0 && createdByCluster(lb, id.ClusterUID) {
+		return true, nil
+	}
 	if steps := plan(lb.ID, own, Spec{}); len(steps) > 0 {
 		klog.FromContext(ctx).Info("Removing the Service's listeners from a shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
 		if err := m.runStep(ctx, lb, steps[0]); err != nil {
@@ -230,7 +239,7 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 		if err := m.setTags(ctx, lb, tags); err != nil {
 			return false, err
 		}
-		klog.FromContext(ctx).Info("Left shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "remaining", len(others))
+		klog.FromContext(ctx).Info("Left shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "remaining", len(others), "foreignListeners", foreign)
 	}
 	return false, nil
 }
@@ -274,7 +283,7 @@ func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Servic
 // again meanwhile), so that the last of the others does not delete it. It
 // reports whether it changed the load balancer.
 func (m *Manager) claim(ctx context.Context, lb *LoadBalancer, spec Spec) (bool, error) {
-	explicit := owners(lb, "")
+	explicit := owners(lb, "", nil)
 	if len(explicit) == 0 || slices.Contains(explicit, spec.Owner) {
 		return false, nil
 	}

@@ -194,8 +194,12 @@ func TestTheCreatorMadeAgainIsAUserAgain(t *testing.T) {
 	web := service()
 	ensureAll(t, m, oct, web, ns)
 	l := oct.only()
-	// A load balancer from before creators were tagged: no Service tag.
+	// A load balancer from before creators were tagged: no Service tag on
+	// it or its listeners.
 	l.lb.Tags = slices.DeleteFunc(l.lb.Tags, func(t string) bool { return t == "kube_service_lab_shop_web" })
+	for i := range l.tree.Listeners {
+		l.tree.Listeners[i].Tags = nil
+	}
 	api := sharing("api", 8080, 30880, l.lb.ID)
 	ensureAll(t, m, oct, api, ns)
 	if !slices.Contains(l.lb.Tags, "kube_service_lab_shop_web") {
@@ -211,6 +215,27 @@ func TestTheCreatorMadeAgainIsAUserAgain(t *testing.T) {
 		t.Fatalf("load balancers %d, listeners %v: want the creator's kept", len(oct.lbs), listenerPorts(l))
 	}
 	deleteAll(t, m, oct, web)
+	if len(oct.lbs) != 0 || len(net.fips) != 0 {
+		t.Errorf("left %d load balancers, %d floating IPs", len(oct.lbs), len(net.fips))
+	}
+}
+
+func TestAListenerOfAnotherServiceKeepsTheLoadBalancerWhenItsTagWasLost(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	ns := nodes("10.0.0.1")
+	web := service()
+	ensureAll(t, m, oct, web, ns)
+	l := oct.only()
+	api := sharing("api", 8080, 30880, l.lb.ID)
+	ensureAll(t, m, oct, api, ns)
+	// Two tag updates raced and the sharer's tag was lost.
+	l.lb.Tags = slices.DeleteFunc(l.lb.Tags, func(t string) bool { return t == "kube_service_lab_shop_api" })
+	deleteAll(t, m, oct, web)
+	if len(oct.lbs) != 1 || !slices.Equal(listenerPorts(l), []int{8080}) {
+		t.Fatalf("load balancers %d, listeners %v: the other Service's listener must keep it", len(oct.lbs), listenerPorts(l))
+	}
+	deleteAll(t, m, oct, api)
 	if len(oct.lbs) != 0 || len(net.fips) != 0 {
 		t.Errorf("left %d load balancers, %d floating IPs", len(oct.lbs), len(net.fips))
 	}
