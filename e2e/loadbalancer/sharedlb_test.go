@@ -91,9 +91,9 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	opBefore := rawGroup(op.ID)
-	groupsBefore := map[string][]string{}
+	groupsBefore, nodeIPs := map[string][]string{}, map[string]string{}
 	for name, ip := range l.ips {
-		groupsBefore[name] = nodePort(ip).SecurityGroups
+		groupsBefore[name], nodeIPs[name] = nodePort(ip).SecurityGroups, ip
 	}
 	fipsBefore, err := api.floatingIPs(ctx)
 	if err != nil {
@@ -173,6 +173,21 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 		}
 	})
 
+	t.Run("a node leaving loses both Services' groups on its port, the others' stay", func(t *testing.T) {
+		ip := l.ips["shr-2"]
+		l.removeNode(ctx, t, "shr-2")
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+			return slices.Equal(nodePort(ip).SecurityGroups, groupsBefore["shr-2"]), nil
+		})
+		if err != nil {
+			t.Fatalf("shr-2 port groups %v, want %v as before", nodePort(ip).SecurityGroups, groupsBefore["shr-2"])
+		}
+		got := nodePort(l.ips["shr-1"]).SecurityGroups
+		if len(got) != len(withOp)+2 || !slices.Equal(got[:len(withOp)], withOp) {
+			t.Errorf("shr-1 port groups %v, want the operator's and both Services'", got)
+		}
+	})
+
 	deleteService := func(t *testing.T, name string) {
 		t.Helper()
 		if err := cp.Admin.CoreV1().Services("sharing").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -194,7 +209,7 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		lb, ok := st.LBs[webLB]
-		if st.N != 1 || !ok || len(lb.Listeners) != 1 || len(lb.Listeners["TCP/8080"].Members) != 2 {
+		if st.N != 1 || !ok || len(lb.Listeners) != 1 || len(lb.Listeners["TCP/8080"].Members) != 1 {
 			t.Fatalf("Octavia %+v: want the load balancer with the other Service's listener only", st.LBs)
 		}
 		if _, ok := lbGroups()[loadbalancer.SecurityGroupName(web)]; ok {
@@ -220,7 +235,7 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 		if left := lbGroups(); len(left) != 0 {
 			t.Errorf("security groups left: %v", left)
 		}
-		for name, ip := range l.ips {
+		for name, ip := range nodeIPs {
 			if got := nodePort(ip).SecurityGroups; !slices.Equal(got, groupsBefore[name]) {
 				t.Errorf("%s port groups %v, want %v as before", name, got, groupsBefore[name])
 			}
