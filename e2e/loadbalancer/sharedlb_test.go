@@ -150,6 +150,20 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 		}
 	})
 
+	deleteService := func(t *testing.T, name string) {
+		t.Helper()
+		if err := cp.Admin.CoreV1().Services("sharing").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := cp.Admin.CoreV1().Services("sharing").Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("Service %s kept its finalizer: %s", name, events(ctx, cp, "sharing", name))
+		}
+	}
+
 	api2 := lbService("sharing", "api", corev1.ServicePort{Name: "api", Protocol: corev1.ProtocolTCP, Port: 8080, TargetPort: intstr.FromInt32(8080)})
 	api2.Annotations[loadbalancer.AnnotationLoadBalancerID] = lbID
 	if _, err := cp.Admin.CoreV1().Services("sharing").Create(ctx, api2, metav1.CreateOptions{}); err != nil {
@@ -173,6 +187,32 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 		}
 	})
 
+	t.Run("a third Service is refused with an Event naming max-shared-lb, and nothing changes", func(t *testing.T) {
+		before, err := api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		third := lbService("sharing", "third", corev1.ServicePort{Name: "t", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)})
+		third.Annotations[loadbalancer.AnnotationLoadBalancerID] = lbID
+		if _, err := cp.Admin.CoreV1().Services("sharing").Create(ctx, third, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			return strings.Contains(events(ctx, cp, "sharing", "third"), "max-shared-lb"), nil
+		})
+		if err != nil {
+			t.Fatalf("no Event naming max-shared-lb: %s", events(ctx, cp, "sharing", "third"))
+		}
+		after, err := api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(after.LBs[webLB].Tags, before.LBs[webLB].Tags) || after.Listeners != before.Listeners {
+			t.Errorf("the refused Service changed the load balancer: %+v -> %+v", before.LBs[webLB], after.LBs[webLB])
+		}
+		deleteService(t, "third")
+	})
+
 	t.Run("a node leaving loses both Services' groups on its port, the others' stay", func(t *testing.T) {
 		ip := l.ips["shr-2"]
 		l.removeNode(ctx, t, "shr-2")
@@ -187,20 +227,6 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 			t.Errorf("shr-1 port groups %v, want the operator's and both Services'", got)
 		}
 	})
-
-	deleteService := func(t *testing.T, name string) {
-		t.Helper()
-		if err := cp.Admin.CoreV1().Services("sharing").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := cp.Admin.CoreV1().Services("sharing").Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			t.Fatalf("Service %s kept its finalizer: %s", name, events(ctx, cp, "sharing", name))
-		}
-	}
 
 	t.Run("deleting the creator keeps the load balancer for the other Service", func(t *testing.T) {
 		deleteService(t, "web")

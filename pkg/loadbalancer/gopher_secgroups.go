@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsecurity"
@@ -144,10 +145,36 @@ func fromGopherPort(p portWithSecurity) Port {
 	return out
 }
 
+// portFields are the only port attributes the security group management
+// reads: a subnet's port list stays small however busy the subnet is.
+var portFields = []string{"id", "fixed_ips", "security_groups", "port_security_enabled", "revision_number"}
+
+// portListOpts is ports.ListOpts with Neutron's fields parameter.
+type portListOpts struct {
+	ports.ListOpts
+}
+
+func (o portListOpts) ToPortListQuery() (string, error) {
+	q, err := o.ListOpts.ToPortListQuery()
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(q)
+	if err != nil {
+		return "", err
+	}
+	v := u.Query()
+	for _, f := range portFields {
+		v.Add("fields", f)
+	}
+	u.RawQuery = v.Encode()
+	return u.String(), nil
+}
+
 func (g *gopherSecGroups) listPorts(ctx context.Context, opts ports.ListOpts) ([]Port, error) {
 	var list []portWithSecurity
 	err := g.do(ctx, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(g.client, opts).AllPages(ctx)
+		pages, err := ports.List(g.client, portListOpts{opts}).AllPages(ctx)
 		if err != nil {
 			return err
 		}
