@@ -143,9 +143,9 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 		return nil, err
 	}
 	if users := owners(lb, id.ClusterUID, tree); !slices.Contains(users, spec.Owner) {
-		if max := m.Config.MaxSharedLB; max > 0 && len(users) >= max {
+		if limit := m.Config.MaxSharedLB; limit > 0 && len(users) >= limit {
 			return nil, fmt.Errorf("%w %s (%s): it serves %d Services already (%s), max-shared-lb in [LoadBalancer] is %d",
-				ErrSharing, lb.Name, lb.ID, len(users), strings.Join(users, ", "), max)
+				ErrSharing, lb.Name, lb.ID, len(users), strings.Join(users, ", "), limit)
 		}
 		tags := slices.Clone(lb.Tags)
 		for _, u := range users {
