@@ -240,3 +240,23 @@ func TestAListenerOfAnotherServiceKeepsTheLoadBalancerWhenItsTagWasLost(t *testi
 		t.Errorf("left %d load balancers, %d floating IPs", len(oct.lbs), len(net.fips))
 	}
 }
+
+func TestTheAnnotationNamingTheServicesOwnLoadBalancerChangesNothing(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	ns := nodes("10.0.0.1")
+	web := service()
+	ensureAll(t, m, oct, web, ns)
+	l := oct.only()
+	// Upstream writes the annotation back on the Service that created it.
+	web.Annotations[AnnotationLoadBalancerID] = l.lb.ID
+	oct.resetCalls()
+	ensureAll(t, m, oct, web, ns)
+	if w := oct.writes(); len(w) != 0 {
+		t.Errorf("writes %v", w)
+	}
+	deleteAll(t, m, oct, web)
+	if len(oct.lbs) != 0 || len(net.fips) != 0 {
+		t.Errorf("left %d load balancers, %d floating IPs", len(oct.lbs), len(net.fips))
+	}
+}
