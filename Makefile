@@ -58,7 +58,7 @@ lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.
 
 bench: tools build ## Benchmarks on the simulator and a real apiserver: JSON report in bin/bench.json.
 	@mkdir -p $(BIN)
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench ServicesToActive -benchtime 1x ./pkg/loadbalancer/ | tee $(BIN)/bench-loadbalancer.txt
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench 'ServicesToActive|SharedLoadBalancer' -benchtime 1x ./pkg/loadbalancer/ | tee $(BIN)/bench-loadbalancer.txt
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_BENCH_REPORT=$(BIN)/bench.json \
 	  STACKWARD_BENCH_GOBENCH=$(BIN)/bench-loadbalancer.txt STACKWARD_BIN_DIR=$(BIN) \
 	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/

@@ -28,6 +28,12 @@ func neutronMatch(item map[string]any, q url.Values) bool {
 				return false
 			}
 			continue
+		case "security_groups":
+			// Ports carrying any of the groups (port-security-groups-filtering).
+			if !matchAnyOf(item["security_groups"], vals) {
+				return false
+			}
+			continue
 		case "tags", "tags-any", "not-tags", "not-tags-any":
 			if !matchTags(item["tags"], k, vals) {
 				return false
@@ -90,6 +96,18 @@ func matchFixedIPs(v any, vals []string) bool {
 		}
 	}
 	return true
+}
+
+func matchAnyOf(v any, vals []string) bool {
+	have, _ := v.([]string)
+	for _, want := range vals {
+		for _, h := range have {
+			if h == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func matchTags(v any, k string, vals []string) bool {

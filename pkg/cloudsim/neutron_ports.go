@@ -153,6 +153,14 @@ func (s *Sim) updatePort(r *http.Request, st *state, p *port, req *portBody) err
 			return err
 		}
 	}
+	if b.SecurityGroups != nil {
+		// Neutron checks every group before changing anything.
+		for _, id := range *b.SecurityGroups {
+			if g, ok := st.secGroups.get(id); !ok || (g.ProjectID != p.ProjectID && !isAdmin(r)) {
+				return apiErr(http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", id)
+			}
+		}
+	}
 	if b.FixedIPs != nil {
 		old := p.FixedIPs
 		st.releaseIPs(p)

@@ -19,6 +19,11 @@ type Octavia interface {
 	// Tree reads the listeners, pools, members and monitors of an ACTIVE
 	// load balancer.
 	Tree(ctx context.Context, lbID string) (*Tree, error)
+	// GetLoadBalancer reads one load balancer; a 404 wraps
+	// openstack.ErrNotFound.
+	GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error)
+	// SetLoadBalancerTags replaces a load balancer's tags (shared.go).
+	SetLoadBalancerTags(ctx context.Context, id string, tags []string) error
 
 	CreateListener(ctx context.Context, lbID string, spec ListenerSpec) error
 	UpdateListener(ctx context.Context, id string, spec ListenerSpec) error
@@ -86,6 +91,7 @@ type Listener struct {
 	AllowedCIDRs  []string
 	ConnLimit     int
 	Timeouts      Timeouts
+	Tags          []string
 }
 
 // Pool is an existing pool with its members and health monitor.
@@ -126,6 +132,9 @@ type Spec struct {
 	Zone         string
 	Provider     string
 	Listeners    []ListenerSpec
+	// Owner is the Service's tag on a shared load balancer and on its
+	// listeners (shared.go).
+	Owner string
 }
 
 // ListenerSpec is one Service port's listener and its default pool.
@@ -137,6 +146,7 @@ type ListenerSpec struct {
 	ConnLimit    int      // -1: unlimited
 	Timeouts     Timeouts
 	Pool         PoolSpec
+	Tags         []string // the owning Service's tag
 }
 
 // Timeouts of a listener in milliseconds; zero leaves Octavia's default.

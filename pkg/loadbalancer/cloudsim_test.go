@@ -35,6 +35,7 @@ type simEnv struct {
 	sim      *cloudsim.Sim
 	octavia  *gophercloud.ServiceClient
 	subnetID string
+	clients  *openstack.Clients
 }
 
 func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
@@ -82,7 +83,7 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
 	}
 	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
 		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
-	return simEnv{m: m, sim: sim, octavia: raw, subnetID: subnet}
+	return simEnv{m: m, sim: sim, octavia: raw, subnetID: subnet, clients: clients}
 }
 
 func simNodes(ips ...string) []*corev1.Node {

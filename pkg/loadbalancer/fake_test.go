@@ -146,7 +146,7 @@ func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 	lid := f.id("listener")
 	pool := f.addPool(l, ls.Pool)
 	l.tree.Listeners = append(l.tree.Listeners, Listener{ID: lid, Protocol: ls.Protocol, Port: ls.Port, DefaultPoolID: pool,
-		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts})
+		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, Tags: ls.Tags})
 }
 
 func (f *fakeOctavia) addPool(l *fakeLB, ps PoolSpec) string {

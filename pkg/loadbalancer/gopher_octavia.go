@@ -93,7 +93,7 @@ func listenerCreateOpts(l ListenerSpec) listeners.CreateOpts {
 	pool := poolCreateOpts(l.Pool)
 	lo := listeners.CreateOpts{
 		Name: l.Name, Protocol: listeners.Protocol(l.Protocol), ProtocolPort: l.Port,
-		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool,
+		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool, Tags: l.Tags,
 	}
 	setTimeouts(&lo.TimeoutClientData, &lo.TimeoutMemberConnect, &lo.TimeoutMemberData, &lo.TimeoutTCPInspect, l.Timeouts)
 	return lo
@@ -187,7 +187,7 @@ func (g *gopherOctavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 		tree.Listeners = append(tree.Listeners, Listener{ID: l.ID, Protocol: l.Protocol, Port: l.ProtocolPort,
 			DefaultPoolID: l.DefaultPoolID, AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			Timeouts: Timeouts{ClientData: l.TimeoutClientData, MemberConnect: l.TimeoutMemberConnect,
-				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}})
+				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}, Tags: l.Tags})
 	}
 	for _, p := range ps {
 		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // DefaultRequeue is how soon a Service whose load balancer is busy
@@ -35,10 +36,15 @@ type Manager struct {
 	ClusterUID func(ctx context.Context) (string, error)
 	// Requeue is the RetryError delay; zero means DefaultRequeue.
 	Requeue time.Duration
+	// SecurityGroups, with Config.ManageSecurityGroups, manages a security
+	// group per Service on the member ports (secgroups.go).
+	SecurityGroups SecurityGroups
 
 	mu sync.Mutex
-	// Looked up once: the only external network, the nodes' subnet.
+	// Looked up once: the only external network, the nodes' subnet, the
+	// CIDRs of member subnets.
 	floatingNetwork, nodeSubnet string
+	subnetCIDRs                 map[string]string
 }
 
 func (m *Manager) requeue() time.Duration {
@@ -97,6 +103,9 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, false, err
 	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		return m.getShared(ctx, id, svc, shared, err)
+	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		return nil, false, err
@@ -119,6 +128,12 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	id, err := m.identity(ctx, clusterName)
 	if err != nil {
 		return nil, err
+	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if err != nil {
+			return nil, err
+		}
+		return m.ensureShared(ctx, id, svc, o, shared, nodes)
 	}
 	lb, err := m.find(ctx, id, svc)
 	if err != nil {
@@ -166,6 +181,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
 	}
+	if err := m.syncSecurityGroup(ctx, clusterName, svc, o, spec, nodes); err != nil {
+		return nil, err
+	}
 	return status(lb, fips), nil
 }
 
@@ -178,6 +196,13 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	}
 	id, err := m.identity(ctx, clusterName)
 	if err != nil {
+		return err
+	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if err != nil {
+			return err
+		}
+		_, err = m.ensureShared(ctx, id, svc, o, shared, nodes)
 		return err
 	}
 	lb, err := m.find(ctx, id, svc)
@@ -193,14 +218,18 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err
 	}
-	remaining, err := m.step(ctx, lb, buildSpec(id, svc, o, nodes))
+	spec := buildSpec(id, svc, o, nodes)
+	remaining, err := m.step(ctx, lb, spec)
 	if err != nil {
 		return err
 	}
 	if remaining > 0 {
 		return notReady(m.requeue(), "load balancer %s: %d more changes queued", lb.Name, remaining)
 	}
-	return waitForAddresses(nodes, m.requeue())
+	if err := waitForAddresses(nodes, m.requeue()); err != nil {
+		return err
+	}
+	return m.syncSecurityGroup(ctx, clusterName, svc, o, spec, nodes)
 }
 
 // waitForAddresses asks for another sync while a node the cloud-node
@@ -219,9 +248,16 @@ func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
 // step reads the tree, plans, runs the first step and returns how many
 // steps remain after it.
 func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, error) {
+	if changed, err := m.claim(ctx, lb, spec); err != nil || changed {
+		return 1, err
+	}
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
 	if err != nil {
 		return 0, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
+	}
+	// Only this Service's listeners: others may share the load balancer.
+	if tree, err = ownPart(lb, tree, spec); err != nil {
+		return 0, err
 	}
 	steps := plan(lb.ID, tree, spec)
 	if len(steps) == 0 {
@@ -246,15 +282,35 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
+	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
+		if errors.Is(err, openstack.ErrNotFound) {
+			return m.deleteSecurityGroup(ctx, svc) // gone already
+		}
+		if err != nil {
+			return err
+		}
+		return m.deleteShared(ctx, id, svc, shared)
+	}
 	lb, err := m.find(ctx, id, svc)
-	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+	if err != nil {
 		return err
 	}
-	if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
-		return err
+	if lb != nil && lb.ProvisioningStatus != StatusPendingDelete {
+		// Other Services still on it keep it; this one only leaves.
+		if whole, err := m.leaveShared(ctx, id, svc, lb); err != nil || !whole {
+			if err != nil {
+				return err
+			}
+			return m.deleteSecurityGroup(ctx, svc)
+		}
+		if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
 	}
-	klog.FromContext(ctx).Info("Deleted load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
-	return nil
+	// Also when the load balancer is gone already: a previous sync may
+	// have deleted it and failed on the group.
+	return m.deleteSecurityGroup(ctx, svc)
 }
 
 // keepFloatingIP says which floating IPs of the Service's load balancers

@@ -23,7 +23,9 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		FlavorID:     o.flavorID,
 		Zone:         o.zone,
 		Provider:     o.provider,
+		Owner:        ownerTag(id.ClusterName, ref),
 	}
+	spec.Tags = append(spec.Tags, spec.Owner)
 	if o.internal || o.floatingNetworkID == "" {
 		// Without a floating IP, spec.loadBalancerIP is the VIP itself.
 		spec.VIPAddress = o.loadBalancerIP
@@ -38,6 +40,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 			AllowedCIDRs: o.allowedCIDRs,
 			ConnLimit:    o.connLimit,
 			Timeouts:     o.timeouts,
+			Tags:         []string{spec.Owner},
 			Pool: PoolSpec{
 				Name:     poolName(name, protocol, int(port.Port)),
 				Protocol: protocol,

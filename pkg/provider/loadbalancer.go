@@ -175,7 +175,13 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, uid f
 	if err != nil {
 		return nil, err
 	}
-	return &loadBalancers{m: &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: uid, Requeue: sopts.LBRequeue}}, nil
+	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: uid, Requeue: sopts.LBRequeue}
+	if cfg.ManageSecurityGroups {
+		if m.SecurityGroups, err = loadbalancer.NewSecurityGroups(clients); err != nil {
+			return nil, err
+		}
+	}
+	return &loadBalancers{m: m}, nil
 }
 
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {

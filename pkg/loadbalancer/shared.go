@@ -1,0 +1,295 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// Shared load balancers, as the upstream CCM does them. A Service with the
+// annotation loadbalancer.openstack.org/load-balancer-id adds its
+// listeners to that load balancer instead of creating one: a load balancer
+// created for another Service of this cluster, or one created outside
+// Kubernetes. Each Service using a load balancer is a tag on it,
+// kube_service_<cluster-name>_<namespace>_<name> (the name its own load
+// balancer would have), and each of its listeners carries that tag too, so
+// a Service only ever plans, changes and deletes its own listeners.
+// [LoadBalancer] max-shared-lb bounds the Services on one load balancer.
+// The load balancer is deleted when the last Service using it goes, and
+// only if this cluster created it; one made outside keeps everything but
+// our listeners.
+
+// AnnotationLoadBalancerID names an existing load balancer to use.
+const AnnotationLoadBalancerID = "loadbalancer.openstack.org/load-balancer-id"
+
+// ownerPrefix starts every Service tag on a load balancer.
+const ownerPrefix = "kube_service_"
+
+// ErrSharing means a Service cannot use the load balancer it names.
+var ErrSharing = errors.New("cannot share the load balancer")
+
+// ownerTag is a Service's tag on a load balancer it uses.
+func ownerTag(clusterName string, svc ServiceRef) string { return LoadBalancerName(clusterName, svc) }
+
+// owners are the Services using a load balancer. One this cluster created
+// before Stackward tagged creators has no Service tag and only untagged
+// listeners: its name stands for its creator (a sharer joining writes that
+// tag down). tree may be nil when only the tags matter.
+func owners(lb *LoadBalancer, clusterUID string, tree *Tree) []string {
+	var out []string
+	for _, t := range lb.Tags {
+		if strings.HasPrefix(t, ownerPrefix) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 && tree != nil && createdByCluster(lb, clusterUID) &&
+		slices.ContainsFunc(tree.Listeners, func(l Listener) bool { return !hasOwnerTag(l) }) {
+		out = append(out, lb.Name)
+	}
+	return out
+}
+
+func hasOwnerTag(l Listener) bool {
+	return slices.ContainsFunc(l.Tags, func(t string) bool { return strings.HasPrefix(t, ownerPrefix) })
+}
+
+func createdByCluster(lb *LoadBalancer, clusterUID string) bool {
+	return clusterUID != "" && slices.Contains(lb.Tags, ClusterTag(clusterUID)) && strings.HasPrefix(lb.Name, ownerPrefix)
+}
+
+// ownListener says whether a listener belongs to the Service owner: it
+// carries its tag, or it carries no Service tag and the Service created
+// the load balancer (listeners made before sharing existed).
+func ownListener(l Listener, owner string, creator bool) bool {
+	if slices.Contains(l.Tags, owner) {
+		return true
+	}
+	return creator && !hasOwnerTag(l)
+}
+
+// ownPart is the part of tree that belongs to the Service of spec. A port
+// spec wants that another Service's listener holds is a conflict, reported
+// rather than fought over.
+func ownPart(lb *LoadBalancer, tree *Tree, spec Spec) (*Tree, error) {
+	creator := lb.Name == spec.Name
+	own := &Tree{Pools: tree.Pools}
+	taken := map[listenerKey]Listener{}
+	for _, l := range tree.Listeners {
+		if ownListener(l, spec.Owner, creator) {
+			own.Listeners = append(own.Listeners, l)
+		} else {
+			taken[listenerKey{l.Protocol, l.Port}] = l
+		}
+	}
+	var errs []error
+	for _, l := range spec.Listeners {
+		if other, ok := taken[listenerKey{l.Protocol, l.Port}]; ok {
+			errs = append(errs, fmt.Errorf("%w %s (%s): port %s is used by another Service's listener %s (tags %v)",
+				ErrSharing, lb.Name, lb.ID, keyOf(l.Protocol, l.Port), other.ID, other.Tags))
+		}
+	}
+	return own, errors.Join(errs...)
+}
+
+// sharedLB returns the load balancer the Service's load-balancer-id
+// annotation names, or nil without the annotation or when it names the
+// Service's own load balancer (upstream writes that annotation back).
+func (m *Manager) sharedLB(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
+	lbID := svc.Annotations[AnnotationLoadBalancerID]
+	if lbID == "" {
+		return nil, nil
+	}
+	lb, err := m.Octavia.GetLoadBalancer(ctx, lbID)
+	if err != nil {
+		if errors.Is(err, openstack.ErrNotFound) {
+			return nil, fmt.Errorf("%w (%w)", &InvalidAnnotationError{Annotation: AnnotationLoadBalancerID, Value: lbID, Reason: "no such load balancer"}, err)
+		}
+		return nil, fmt.Errorf("read load balancer %s (%s): %w", lbID, AnnotationLoadBalancerID, err)
+	}
+	if lb.Name == LoadBalancerName(id.ClusterName, refOf(svc)) && createdByCluster(lb, id.ClusterUID) {
+		return nil, nil
+	}
+	return lb, nil
+}
+
+// ensureShared puts the Service's listeners on a load balancer it shares:
+// first its tag (checking max-shared-lb and port conflicts before any
+// change), then one listener change per sync. It allocates no floating IP:
+// the load balancer's own is the Service's address.
+func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Service, o *options, lb *LoadBalancer, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	switch lb.ProvisioningStatus {
+	case StatusActive:
+	case StatusError:
+		return nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, ErrProvisioningError)
+	default:
+		return nil, notReady(m.requeue(), "shared load balancer %s (%s) is %s", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	spec := buildSpec(id, svc, o, nodes)
+	tree, err := m.Octavia.Tree(ctx, lb.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
+	}
+	own, err := ownPart(lb, tree, spec)
+	if err != nil {
+		return nil, err
+	}
+	if users := owners(lb, id.ClusterUID, tree); !slices.Contains(users, spec.Owner) {
+		if limit := m.Config.MaxSharedLB; limit > 0 && len(users) >= limit {
+			return nil, fmt.Errorf("%w %s (%s): it serves %d Services already (%s), max-shared-lb in [LoadBalancer] is %d",
+				ErrSharing, lb.Name, lb.ID, len(users), strings.Join(users, ", "), limit)
+		}
+		tags := slices.Clone(lb.Tags)
+		for _, u := range users {
+			if !slices.Contains(tags, u) {
+				tags = append(tags, u) // its creator's, implied until now
+			}
+		}
+		if err := m.setTags(ctx, lb, append(tags, spec.Owner)); err != nil {
+			return nil, err
+		}
+		klog.FromContext(ctx).Info("Sharing load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "services", len(users)+1)
+		return nil, notReady(m.requeue(), "load balancer %s (%s): Service added to its users", lb.Name, lb.ID)
+	}
+	steps := plan(lb.ID, own, spec)
+	if len(steps) > 0 {
+		klog.FromContext(ctx).Info("Updating shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
+		if err := m.runStep(ctx, lb, steps[0]); err != nil {
+			return nil, err
+		}
+		return nil, notReady(m.requeue(), "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
+	}
+	if err := waitForAddresses(nodes, m.requeue()); err != nil {
+		return nil, err
+	}
+	if err := m.syncSecurityGroup(ctx, id.ClusterName, svc, o, spec, nodes); err != nil {
+		return nil, err
+	}
+	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
+	if err != nil {
+		return nil, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	return status(lb, fips), nil
+}
+
+func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
+	if err := m.Octavia.SetLoadBalancerTags(ctx, lb.ID, tags); err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+			return notReady(m.requeue(), "load balancer %s (%s) became busy", lb.Name, lb.ID)
+		}
+		return fmt.Errorf("tags of load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
+	return nil
+}
+
+func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step) error {
+	if err := s.do(ctx, m.Octavia); err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+			return notReady(m.requeue(), "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
+		}
+		return fmt.Errorf("load balancer %s: %s: %w", lb.Name, s.What, err)
+	}
+	return nil
+}
+
+// leaveShared takes a Service off a load balancer other Services still
+// use, or that this cluster did not create: its listeners one per sync,
+// then its tag. It reports whole when the Service is the last user of a
+// load balancer this cluster created, which the caller then deletes as a
+// whole. A listener tagged for another Service keeps the load balancer
+// even when that Service's tag is missing: Octavia has no compare-and-swap
+// on tags, so two Services joining at once may lose one.
+func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer) (whole bool, err error) {
+	owner := ownerTag(id.ClusterName, refOf(svc))
+	switch lb.ProvisioningStatus {
+	case StatusActive, StatusError:
+	case StatusPendingDelete:
+		return false, nil
+	default:
+		return false, notReady(m.requeue(), "load balancer %s (%s) is %s; leaving it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	tree, err := m.Octavia.Tree(ctx, lb.ID)
+	if err != nil {
+		return false, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
+	}
+	users := owners(lb, id.ClusterUID, tree)
+	others := slices.DeleteFunc(slices.Clone(users), func(t string) bool { return t == owner })
+	own, _ := ownPart(lb, tree, Spec{Name: LoadBalancerName(id.ClusterName, refOf(svc)), Owner: owner})
+	foreign := len(tree.Listeners) - len(own.Listeners)
+	if len(others) == 0 && foreign == 0 && createdByCluster(lb, id.ClusterUID) {
+		return true, nil
+	}
+	if steps := plan(lb.ID, own, Spec{}); len(steps) > 0 {
+		klog.FromContext(ctx).Info("Removing the Service's listeners from a shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
+		if err := m.runStep(ctx, lb, steps[0]); err != nil {
+			return false, err
+		}
+		return false, notReady(m.requeue(), "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
+	}
+	if slices.Contains(lb.Tags, owner) {
+		tags := slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return t == owner })
+		if err := m.setTags(ctx, lb, tags); err != nil {
+			return false, err
+		}
+		klog.FromContext(ctx).Info("Left shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "remaining", len(others), "foreignListeners", foreign)
+	}
+	return false, nil
+}
+
+// deleteShared is Delete for a Service sharing another's load balancer.
+func (m *Manager) deleteShared(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer) error {
+	whole, err := m.leaveShared(ctx, id, svc, lb)
+	if err != nil {
+		return err
+	}
+	if whole {
+		if err := m.deleteLB(ctx, id, lb, keepFloatingIP(svc)); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Deleted shared load balancer with its last Service", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID)
+	}
+	return m.deleteSecurityGroup(ctx, svc)
+}
+
+// getShared is Get for a Service sharing another's load balancer: it
+// exists while the Service is one of its users.
+func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer, err error) (*corev1.LoadBalancerStatus, bool, error) {
+	if errors.Is(err, openstack.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if lb.ProvisioningStatus == StatusPendingDelete || !slices.Contains(lb.Tags, ownerTag(id.ClusterName, refOf(svc))) {
+		return nil, false, nil
+	}
+	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
+	if err != nil {
+		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
+	}
+	return status(lb, fips), true, nil
+}
+
+// claim tags the load balancer with its creator's tag when other Services
+// use it and the tag is missing (the creator Service was deleted and made
+// again meanwhile), so that the last of the others does not delete it. It
+// reports whether it changed the load balancer.
+func (m *Manager) claim(ctx context.Context, lb *LoadBalancer, spec Spec) (bool, error) {
+	explicit := owners(lb, "", nil)
+	if len(explicit) == 0 || slices.Contains(explicit, spec.Owner) {
+		return false, nil
+	}
+	if err := m.setTags(ctx, lb, append(slices.Clone(lb.Tags), spec.Owner)); err != nil {
+		return false, err
+	}
+	klog.FromContext(ctx).Info("Tagged the load balancer with its creator again", "loadBalancer", lb.Name, "id", lb.ID, "services", len(explicit)+1)
+	return true, nil
+}
