@@ -122,10 +122,13 @@ type Spec struct {
 	VIPNetworkID string
 	VIPSubnetID  string
 	VIPAddress   string
-	FlavorID     string
-	Zone         string
-	Provider     string
-	Listeners    []ListenerSpec
+	// VIPPortID is an existing port for the VIP (port-id); Octavia never
+	// deletes a port it did not create.
+	VIPPortID string
+	FlavorID  string
+	Zone      string
+	Provider  string
+	Listeners []ListenerSpec
 }
 
 // ListenerSpec is one Service port's listener and its default pool.

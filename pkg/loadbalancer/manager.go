@@ -61,34 +61,52 @@ func refOf(svc *corev1.Service) ServiceRef {
 }
 
 // find returns the Service's load balancer, or nil when there is none.
-// Several (a create retried after a lost answer, or two leaders racing in a
-// failover) are all ours by name and tag: the oldest is kept and the others
-// deleted, floating IPs included, so a duplicate never lives on.
+// One being deleted (PENDING_DELETE) is gone already. Several (a create
+// retried after a lost answer, two leaders racing in a failover, or a
+// replacement of one in ERROR) are all ours by name and tag: a working one
+// is kept over one in ERROR, else the oldest, and the others are deleted.
+// One in ERROR hands its floating IPs to the kept one (recreate.go); any
+// other duplicate releases them.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
-	lbs, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
+	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
 	if err != nil {
 		return nil, fmt.Errorf("find load balancer %q: %w", name, err)
+	}
+	var lbs []LoadBalancer
+	for _, lb := range found {
+		if lb.ProvisioningStatus != StatusPendingDelete {
+			lbs = append(lbs, lb)
+		}
 	}
 	if len(lbs) == 0 {
 		return nil, nil
 	}
 	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
+		if ae, be := a.ProvisioningStatus == StatusError, b.ProvisioningStatus == StatusError; ae != be {
+			if ae {
+				return 1
+			}
+			return -1
+		}
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	keeper := &lbs[0]
 	for _, dup := range lbs[1:] {
-		if dup.ProvisioningStatus == StatusPendingDelete {
-			continue
+		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", keeper.ID, "duplicate", dup.ID, "status", dup.ProvisioningStatus)
+		if dup.ProvisioningStatus == StatusError && keeper.ProvisioningStatus != StatusError {
+			err = m.retireDuplicate(ctx, id, refOf(svc), &dup, keeper, keepFloatingIP(svc))
+		} else {
+			err = m.deleteLB(ctx, id, &dup, keepFloatingIP(svc))
 		}
-		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", lbs[0].ID, "duplicate", dup.ID)
-		if err := m.deleteLB(ctx, id, &dup, keepFloatingIP(svc)); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%w %q: deleting %s: %w", ErrDuplicate, name, dup.ID, err)
 		}
 	}
-	return &lbs[0], nil
+	return keeper, nil
 }
 
 // Get reports the Service's load balancer and its status.
@@ -145,7 +163,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	switch lb.ProvisioningStatus {
 	case StatusActive:
 	case StatusError:
-		return nil, fmt.Errorf("load balancer %s (%s): %w; delete it in Octavia (or the Service) to have it recreated", spec.Name, lb.ID, ErrProvisioningError)
+		return nil, m.recreate(ctx, lb, spec)
 	default:
 		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
 	}
@@ -187,13 +205,17 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if lb == nil {
 		return fmt.Errorf("no load balancer %q to update", LoadBalancerName(clusterName, refOf(svc)))
 	}
-	if lb.ProvisioningStatus != StatusActive {
+	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
 		return notReady(m.requeue(), "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
 	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err
 	}
-	remaining, err := m.step(ctx, lb, buildSpec(id, svc, o, nodes))
+	spec := buildSpec(id, svc, o, nodes)
+	if lb.ProvisioningStatus == StatusError {
+		return m.recreate(ctx, lb, spec)
+	}
+	remaining, err := m.step(ctx, lb, spec)
 	if err != nil {
 		return err
 	}
