@@ -147,6 +147,7 @@ type LoadBalancer struct {
 	EnableIngressHostname  bool          // enable-ingress-hostname
 	IngressHostnameSuffix  string        // ingress-hostname-suffix (default nip.io)
 	DefaultTLSContainerRef string        // default-tls-container-ref
+	NodeSelector           string        // node-selector: the default of loadbalancer.openstack.org/node-selector
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).

@@ -72,6 +72,7 @@ type options struct {
 	monitorDown       int
 	allowedCIDRs      []string
 	loadBalancerIP    string
+	nodeSelector      map[string]string // members only from matching nodes (members.go)
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -105,6 +106,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		monitorRetries: p.integer(AnnotationMonitorMaxRetries, cfg.MonitorMaxRetries, 1),
 		monitorDown:    p.integer(AnnotationMonitorRetriesDown, cfg.MonitorMaxRetriesDown, 1),
 		loadBalancerIP: svc.Spec.LoadBalancerIP,
+		nodeSelector:   p.nodeSelector(cfg.NodeSelector),
 	}
 	if o.method == "" {
 		o.method = "ROUND_ROBIN"

@@ -29,6 +29,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		spec.VIPAddress = o.loadBalancerIP
 	}
 	local := servicehelper.NeedsHealthCheck(svc)
+	nodes = selectNodes(nodes, o.nodeSelector)
 	for _, port := range svc.Spec.Ports {
 		protocol := string(port.Protocol)
 		l := ListenerSpec{
