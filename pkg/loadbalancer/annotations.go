@@ -73,6 +73,7 @@ type options struct {
 	allowedCIDRs      []string
 	loadBalancerIP    string
 	nodeSelector      map[string]string // members only from matching nodes (members.go)
+	hostname          string            // status ingress hostname (hostname.go)
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -107,6 +108,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		monitorDown:    p.integer(AnnotationMonitorRetriesDown, cfg.MonitorMaxRetriesDown, 1),
 		loadBalancerIP: svc.Spec.LoadBalancerIP,
 		nodeSelector:   p.nodeSelector(cfg.NodeSelector),
+		hostname:       p.hostname(),
 	}
 	if o.method == "" {
 		o.method = "ROUND_ROBIN"

@@ -35,6 +35,9 @@ type Manager struct {
 	ClusterUID func(ctx context.Context) (string, error)
 	// Requeue is the RetryError delay; zero means DefaultRequeue.
 	Requeue time.Duration
+	// Annotate merges annotations into the Service in the apiserver (the
+	// load-balancer-address, hostname.go); nil writes none.
+	Annotate func(ctx context.Context, svc *corev1.Service, annotations map[string]string) error
 
 	mu sync.Mutex
 	// Looked up once: the only external network, the nodes' subnet.
@@ -123,7 +126,11 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	return status(lb, fips), true, nil
+	st := status(lb, fips)
+	if o, err := parseOptions(svc, m.Config); err == nil {
+		st = publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix)
+	}
+	return st, true, nil
 }
 
 // Ensure creates or updates the Service's load balancer. Each call makes
@@ -184,7 +191,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
 	}
-	return status(lb, fips), nil
+	return m.ingress(ctx, svc, o, lb, fips)
 }
 
 // Update brings the members up to date with nodes. It is Ensure's tree
