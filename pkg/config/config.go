@@ -26,6 +26,9 @@ type Config struct {
 	Metadata     Metadata
 	LoadBalancer LoadBalancer
 	Route        Route
+	// LoadBalancerClasses are the [LoadBalancerClass "name"] sections, by
+	// name (lbclass.go).
+	LoadBalancerClasses map[string]*LBClass
 
 	// Source names the file the configuration was read from; messages use it.
 	Source string
@@ -148,6 +151,7 @@ type LoadBalancer struct {
 	IngressHostnameSuffix  string        // ingress-hostname-suffix (default nip.io)
 	DefaultTLSContainerRef string        // default-tls-container-ref
 	NodeSelector           string        // node-selector: the default of loadbalancer.openstack.org/node-selector
+	FloatingSubnetTags     string        // floating-subnet-tags
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).

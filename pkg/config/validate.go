@@ -19,6 +19,7 @@ func (c *Config) Validate() error {
 	c.validateGlobal(p)
 	c.validateMetadata(p)
 	c.validateLoadBalancer(p)
+	c.validateClasses(p)
 	return p.err()
 }
 
