@@ -26,9 +26,6 @@ type Config struct {
 	Metadata     Metadata
 	LoadBalancer LoadBalancer
 	Route        Route
-	// LoadBalancerClasses are the [LoadBalancerClass "name"] sections, by
-	// name (lbclass.go).
-	LoadBalancerClasses map[string]*LBClass
 
 	// Source names the file the configuration was read from; messages use it.
 	Source string
@@ -152,6 +149,9 @@ type LoadBalancer struct {
 	DefaultTLSContainerRef string        // default-tls-container-ref
 	NodeSelector           string        // node-selector: the default of loadbalancer.openstack.org/node-selector
 	FloatingSubnetTags     string        // floating-subnet-tags
+	// Classes are the [LoadBalancerClass "name"] sections, by name
+	// (lbclass.go).
+	Classes map[string]*LBClass
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).

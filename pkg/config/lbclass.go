@@ -36,13 +36,13 @@ func (p *parser) classSection(n int, quoted string) (map[string]field, bool) {
 		p.probs.add(n, "", "", "[LoadBalancerClass %s]: the class name must be a non-empty double-quoted string", quoted)
 		return nil, false
 	}
-	if p.cfg.LoadBalancerClasses == nil {
-		p.cfg.LoadBalancerClasses = map[string]*LBClass{}
+	if p.cfg.LoadBalancer.Classes == nil {
+		p.cfg.LoadBalancer.Classes = map[string]*LBClass{}
 	}
-	c := p.cfg.LoadBalancerClasses[name]
+	c := p.cfg.LoadBalancer.Classes[name]
 	if c == nil {
 		c = &LBClass{line: n}
-		p.cfg.LoadBalancerClasses[name] = c
+		p.cfg.LoadBalancer.Classes[name] = c
 	}
 	fields := map[string]field{
 		"floating-network-id":  str(&c.FloatingNetworkID),
@@ -118,7 +118,7 @@ func SubnetTags(spec string) (tags []string, all, negate bool) {
 }
 
 func (c *Config) validateClasses(p *problems) {
-	for name, cls := range c.LoadBalancerClasses {
+	for name, cls := range c.LoadBalancer.Classes {
 		if cls.empty() {
 			p.add(cls.line, fmt.Sprintf("LoadBalancerClass %q", name), "", "empty class: set floating-network-id, floating-subnet-id, floating-subnet, floating-subnet-tags, network-id, subnet-id or member-subnet-id")
 		}

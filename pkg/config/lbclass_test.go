@@ -25,7 +25,7 @@ subnet-id = vip
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("Read: %v, warnings %v", err, warnings)
 	}
-	inet, dmz := cfg.LoadBalancerClasses["internetFacing"], cfg.LoadBalancerClasses["dmz"]
+	inet, dmz := cfg.LoadBalancer.Classes["internetFacing"], cfg.LoadBalancer.Classes["dmz"]
 	if inet == nil || inet.FloatingNetworkID != "net-inet" || inet.FloatingSubnetID != "sub-inet" || inet.SubnetID != "vip" {
 		t.Errorf("internetFacing %+v (a repeated section adds to the class)", inet)
 	}

@@ -74,6 +74,8 @@ type options struct {
 	loadBalancerIP    string
 	nodeSelector      map[string]string // members only from matching nodes (members.go)
 	hostname          string            // status ingress hostname (hostname.go)
+	// networks.go: floating subnet by name pattern or tags, the VIP port.
+	floatingSubnet, floatingSubnetTags, portID string
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -110,6 +112,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		nodeSelector:   p.nodeSelector(cfg.NodeSelector),
 		hostname:       p.hostname(),
 	}
+	p.networks(o, cfg)
 	if o.method == "" {
 		o.method = "ROUND_ROBIN"
 	}

@@ -342,6 +342,7 @@ func checkImmutable(lb *LoadBalancer, spec Spec) error {
 		{"flavor (" + AnnotationFlavorID + ")", lb.FlavorID, spec.FlavorID},
 		{"availability zone (" + AnnotationAvailabilityZone + ")", lb.AvailabilityZone, spec.Zone},
 		{"VIP address (spec.loadBalancerIP)", lb.VIPAddress, spec.VIPAddress},
+		{"VIP port (" + AnnotationPortID + ")", lb.VIPPortID, spec.VIPPortID},
 	} {
 		if f.want != "" && f.have != f.want {
 			errs = append(errs, fmt.Errorf("load balancer %s: %s %q -> %q %w", lb.Name, f.what, f.have, f.want, ErrImmutable))

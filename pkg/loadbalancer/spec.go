@@ -20,6 +20,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		Tags:         LoadBalancerTags(id, ref),
 		VIPNetworkID: o.networkID,
 		VIPSubnetID:  o.subnetID,
+		VIPPortID:    o.portID,
 		FlavorID:     o.flavorID,
 		Zone:         o.zone,
 		Provider:     o.provider,
