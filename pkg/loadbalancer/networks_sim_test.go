@@ -3,6 +3,7 @@ package loadbalancer_test
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,5 +95,19 @@ func TestAgainstTheSimulatorAPortGivenAsVIPOutlivesTheLoadBalancer(t *testing.T)
 	}
 	if _, err := ports.Get(ctx, clients, port.ID).Extract(); err != nil {
 		t.Errorf("the user's port is gone with the load balancer: %v", err)
+	}
+}
+
+func TestAgainstTheSimulatorLBProviderIsTheOctaviaProvider(t *testing.T) {
+	env := newSimEnv(t, 10*time.Millisecond)
+	env.m.Requeue = 10 * time.Millisecond
+	env.m.Config.LBProvider = "octavia" // the deprecated alias of amphora
+	ensure(t, env.m, webService(nil), simNodes("10.0.0.11"))
+
+	other := newSimEnv(t, 10*time.Millisecond)
+	other.m.Config.LBProvider = "f5"
+	_, err := other.m.Ensure(context.Background(), "lab", webService(nil), simNodes("10.0.0.11"))
+	if err == nil || !strings.Contains(err.Error(), "Provider 'f5' is not enabled") {
+		t.Errorf("Ensure: %v, want Octavia's refusal of a provider it does not have", err)
 	}
 }
