@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,7 +26,7 @@ import (
 func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	conf := "# router %s unused\n[LoadBalancer]\nenable-ingress-hostname = true\n"
+	conf := "# router %s unused\n[LoadBalancer]\nenable-ingress-hostname = true\n[LoadBalancerClass \"edge\"]\nfloating-subnet = \"public-*\"\n"
 	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}, conf, nil, "more", 170, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "more")
@@ -131,6 +133,69 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 			if got := svc.Annotations["loadbalancer.openstack.org/load-balancer-address"]; got != fips[0] {
 				t.Errorf("%s: load-balancer-address %q, want the floating IP %s", tc.svc, got, fips[0])
 			}
+		}
+	})
+
+	t.Run("port-id makes a port of the user's the VIP, which outlives the load balancer", func(t *testing.T) {
+		pages, err := networks.List(api.neutron, networks.ListOpts{Name: framework.LabNetwork}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nets, err := networks.ExtractNetworks(pages)
+		if err != nil || len(nets) != 1 {
+			t.Fatalf("network %s: %v %v", framework.LabNetwork, nets, err)
+		}
+		port, err := ports.Create(ctx, api.neutron, ports.CreateOpts{NetworkID: nets[0].ID, Name: "reserved-vip"}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := lbService("more", "onport")
+		svc.Annotations["loadbalancer.openstack.org/port-id"] = port.ID
+		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitIngress(ctx, t, cp, "more", "onport", 90*time.Second)
+		st, err := api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lb := st.LBs["kube_service_lab_more_onport"]; lb.VIPPortID != port.ID {
+			t.Errorf("VIP port %s, want the user's %s", lb.VIPPortID, port.ID)
+		}
+		if fips := fipsOnPort(ctx, t, api, port.ID); len(fips) != 1 || fips[0] != got.Status.LoadBalancer.Ingress[0].IP {
+			t.Errorf("floating IPs on the port %v, ingress %v", fips, got.Status.LoadBalancer.Ingress)
+		}
+		if err := cp.Admin.CoreV1().Services("more").Delete(ctx, "onport", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitTree(ctx, t, api, 60*time.Second, "onport deleted", func(st *octaviaState) bool {
+			_, ok := st.LBs["kube_service_lab_more_onport"]
+			return !ok
+		})
+		if _, err := ports.Get(ctx, api.neutron, port.ID).Extract(); err != nil {
+			t.Errorf("the user's port went with the load balancer: %v", err)
+		}
+	})
+
+	t.Run("an unknown class is an Event naming it, and nothing is created", func(t *testing.T) {
+		svc := lbService("more", "classless")
+		svc.Annotations["loadbalancer.openstack.org/class"] = "nosuch"
+		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			e := events(ctx, cp, "more", "classless")
+			return strings.Contains(e, "loadbalancer.openstack.org/class") && strings.Contains(e, "nosuch"), nil
+		})
+		if err != nil {
+			t.Errorf("no Event naming the class: %s", events(ctx, cp, "more", "classless"))
+		}
+		st, err := api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := st.LBs["kube_service_lab_more_classless"]; ok {
+			t.Error("a load balancer was created for an unknown class")
 		}
 	})
 }
