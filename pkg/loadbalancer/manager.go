@@ -68,8 +68,9 @@ func refOf(svc *corev1.Service) ServiceRef {
 // retried after a lost answer, two leaders racing in a failover, or a
 // replacement of one in ERROR) are all ours by name and tag: a working one
 // is kept over one in ERROR, else the oldest, and the others are deleted.
-// One in ERROR hands its floating IPs to the kept one (recreate.go); any
-// other duplicate releases them.
+// One in ERROR hands its floating IPs to the kept one when that has none
+// (an interrupted replacement, recreate.go); any other duplicate releases
+// them.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
 	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
@@ -100,7 +101,7 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*
 	keeper := &lbs[0]
 	for _, dup := range lbs[1:] {
 		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", keeper.ID, "duplicate", dup.ID, "status", dup.ProvisioningStatus)
-		if dup.ProvisioningStatus == StatusError && keeper.ProvisioningStatus != StatusError {
+		if dup.ProvisioningStatus == StatusError {
 			err = m.retireDuplicate(ctx, id, refOf(svc), &dup, keeper, keepFloatingIP(svc))
 		} else {
 			err = m.deleteLB(ctx, id, &dup, keepFloatingIP(svc))

@@ -119,3 +119,35 @@ func TestAFailedReplacementChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestAReplacementThatFailsTooKeepsTheFloatingIP(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	svc := service()
+	ip := converge(t, m, oct, svc, nodes("10.0.0.1")).Ingress[0].IP
+	old := oct.only().lb.ID
+	// The replacement was made and got the floating IP, the old one's delete
+	// failed, then the replacement went to ERROR as well.
+	oct.setStatus(old, StatusError)
+	oct.err["delete_loadbalancer"] = errors.New("boom")
+	if _, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1")); err == nil {
+		t.Fatal("Ensure succeeded although the delete failed")
+	}
+	delete(oct.err, "delete_loadbalancer")
+	for id := range oct.lbs {
+		oct.setStatus(id, StatusError)
+	}
+	for range 3 {
+		if _, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1")); err != nil && !isRetry(err) {
+			t.Fatal(err)
+		}
+		for id, l := range oct.lbs {
+			if l.lb.ProvisioningStatus != StatusError {
+				oct.setStatus(id, StatusActive)
+			}
+		}
+	}
+	if got := converge(t, m, oct, svc, nodes("10.0.0.1")).Ingress[0].IP; got != ip || len(net.fips) != 1 {
+		t.Errorf("ingress %s, floating IPs %v; want %s kept", got, net.fips, ip)
+	}
+}
