@@ -5,6 +5,7 @@ package loadbalancer
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(api.sim.ClearFaults)
+		api.sim.ResetCalls()
 		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, lbService("more", "phoenix"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +72,11 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 		}
 		if lt := fresh.Listeners["TCP/80"]; len(lt.Members) != 2 {
 			t.Errorf("listener %+v, want both nodes as members", lt)
+		}
+		calls := api.sim.Calls()
+		t.Logf("calls from the Service's creation to its recreated load balancer: %v", calls)
+		if calls["load-balancer.loadbalancers.create"] != 2 || calls["load-balancer.loadbalancers.delete"] != 1 || calls["network.floatingips.create"] != 1 {
+			t.Errorf("calls %v: want two load balancer creates (the first, the replacement), one delete, one floating IP", calls)
 		}
 		if e := events(ctx, cp, "more", "phoenix"); !strings.Contains(e, "provisioning status ERROR: recreated it as") || !strings.Contains(e, fipsBefore[0]) {
 			t.Errorf("no Event saying it was recreated keeping %s: %s", fipsBefore[0], e)
@@ -174,6 +181,23 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 		})
 		if _, err := ports.Get(ctx, api.neutron, port.ID).Extract(); err != nil {
 			t.Errorf("the user's port went with the load balancer: %v", err)
+		}
+	})
+
+	t.Run("a class picks the floating subnet by name pattern", func(t *testing.T) {
+		svc := lbService("more", "edge")
+		svc.Annotations["loadbalancer.openstack.org/class"] = "edge"
+		api.sim.ResetCalls()
+		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitIngress(ctx, t, cp, "more", "edge", 90*time.Second)
+		ip, err := netip.ParseAddr(got.Status.LoadBalancer.Ingress[0].IP)
+		if err != nil || !netip.MustParsePrefix("203.0.113.0/24").Contains(ip) {
+			t.Errorf("ingress %v, want a floating IP of public-v4", got.Status.LoadBalancer.Ingress)
+		}
+		if n := api.sim.Calls()["network.subnets.list"]; n != 1 {
+			t.Errorf("%d subnet lists, want one (when the floating IP is allocated)", n)
 		}
 	})
 
