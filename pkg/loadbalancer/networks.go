@@ -51,6 +51,11 @@ type TagFilter struct {
 // networks reads the class, floating subnet and port annotations into o,
 // after the plain ones.
 func (p *annotationParser) networks(o *options, cfg config.LoadBalancer) {
+	// [LoadBalancer] internal-lb = true allows internal load balancers only,
+	// as upstream: the annotation cannot ask for a floating IP then.
+	if cfg.InternalLB {
+		o.internal = true
+	}
 	o.portID = p.str(AnnotationPortID, "")
 	_, idSet := p.a[AnnotationFloatingSubnetID]
 	pattern, patternSet := p.a[AnnotationFloatingSubnet]

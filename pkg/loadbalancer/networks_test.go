@@ -190,3 +190,20 @@ func TestPortIDIsTheVIPAndIsNeverChangedInPlace(t *testing.T) {
 		t.Errorf("Ensure: %v, writes %v; want a refusal naming %s", err, oct.writes(), AnnotationPortID)
 	}
 }
+
+func TestInternalLBInTheConfigAllowsOnlyInternalLoadBalancers(t *testing.T) {
+	for _, annotation := range []string{"", "false", "true"} {
+		oct, net := newFakeOctavia(), newFakeNeutron()
+		m := newManager(oct, net)
+		m.Config.InternalLB = true
+		svc := service(func(s *corev1.Service) {
+			if annotation != "" {
+				s.Annotations[AnnotationInternal] = annotation
+			}
+		})
+		st := converge(t, m, oct, svc, nodes("10.0.0.1"))
+		if len(net.fips) != 0 || st.Ingress[0].IP != "10.0.0.100" {
+			t.Errorf("annotation %q: floating IPs %v, ingress %v; want the VIP only", annotation, net.fips, st.Ingress)
+		}
+	}
+}
