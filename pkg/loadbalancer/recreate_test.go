@@ -151,3 +151,25 @@ func TestAReplacementThatFailsTooKeepsTheFloatingIP(t *testing.T) {
 		t.Errorf("ingress %s, floating IPs %v; want %s kept", got, net.fips, ip)
 	}
 }
+
+func TestANodeChangeAlsoRecreatesALoadBalancerInError(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	svc := service()
+	ip := converge(t, m, oct, svc, nodes("10.0.0.1")).Ingress[0].IP
+	broken := oct.only().lb.ID
+	oct.setStatus(broken, StatusError)
+	err := m.Update(context.Background(), "lab", svc, nodes("10.0.0.1", "10.0.0.2"))
+	if !isRetry(err) || !strings.Contains(err.Error(), "recreated it") {
+		t.Fatalf("Update: %v", err)
+	}
+	fresh := oct.only()
+	if fresh.lb.ID == broken || len(memberAddresses(fresh)) != 2 {
+		t.Errorf("load balancer %s with members %v, want a new one with both nodes", fresh.lb.ID, memberAddresses(fresh))
+	}
+	for _, f := range net.fips {
+		if f.Address != ip || f.PortID != fresh.lb.VIPPortID {
+			t.Errorf("floating IP %+v, want %s on the new VIP port", f, ip)
+		}
+	}
+}
