@@ -2,7 +2,6 @@ package loadbalancer
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -50,16 +49,20 @@ func (p *annotationParser) hostname() string {
 
 // ingress is the Service's status for a load balancer with these floating
 // IPs, and records the address on the Service when Annotate is set.
-func (m *Manager) ingress(ctx context.Context, svc *corev1.Service, o *options, lb *LoadBalancer, fips []FloatingIP) (*corev1.LoadBalancerStatus, error) {
+func (m *Manager) ingress(ctx context.Context, svc *corev1.Service, o *options, lb *LoadBalancer, fips []FloatingIP) *corev1.LoadBalancerStatus {
 	st := status(lb, fips)
 	addr := st.Ingress[0].IP
 	if m.Annotate != nil && svc.Annotations[AnnotationLoadBalancerAddress] != addr {
+		// Informational: failing to write it must not hold back the status
+		// that routes traffic. It is tried again at the next sync.
+		logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "address", addr)
 		if err := m.Annotate(ctx, svc, map[string]string{AnnotationLoadBalancerAddress: addr}); err != nil {
-			return nil, fmt.Errorf("record the address %s on the Service (%s): %w", addr, AnnotationLoadBalancerAddress, err)
+			logger.Error(err, "Could not record the load balancer address on the Service", "annotation", AnnotationLoadBalancerAddress)
+		} else {
+			logger.V(2).Info("Recorded the load balancer address on the Service")
 		}
-		klog.FromContext(ctx).V(2).Info("Recorded the load balancer address on the Service", "service", refOf(svc).String(), "address", addr)
 	}
-	return publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix), nil
+	return publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix)
 }
 
 // publish turns the addresses into what the Service shows.

@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -75,6 +76,20 @@ func TestTheAddressIsRecordedOnTheServiceOnce(t *testing.T) {
 	converge(t, m, oct, svc, nodes("10.0.0.1"))
 	if len(writes) != 1 {
 		t.Errorf("annotations written again although unchanged: %v", writes)
+	}
+}
+
+func TestAFailedAddressRecordDoesNotHoldTheStatusBack(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	tries := 0
+	m.Annotate = func(context.Context, *corev1.Service, map[string]string) error {
+		tries++
+		return errors.New("forbidden")
+	}
+	st := converge(t, m, oct, service(), nodes("10.0.0.1"))
+	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" || tries == 0 {
+		t.Errorf("ingress %v after %d tries, want the floating IP", st.Ingress, tries)
 	}
 }
 

@@ -192,7 +192,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
 	}
-	return m.ingress(ctx, svc, o, lb, fips)
+	return m.ingress(ctx, svc, o, lb, fips), nil
 }
 
 // Update brings the members up to date with nodes. It is Ensure's tree
