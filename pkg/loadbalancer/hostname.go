@@ -54,7 +54,7 @@ func (m *Manager) ingress(ctx context.Context, svc *corev1.Service, o *options, 
 	addr := st.Ingress[0].IP
 	if m.Annotate != nil && svc.Annotations[AnnotationLoadBalancerAddress] != addr {
 		// Informational: failing to write it must not hold back the status
-		// that routes traffic. It is tried again at the next sync.
+		// that routes traffic. A later sync of the Service writes it.
 		logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "address", addr)
 		if err := m.Annotate(ctx, svc, map[string]string{AnnotationLoadBalancerAddress: addr}); err != nil {
 			logger.Error(err, "Could not record the load balancer address on the Service", "annotation", AnnotationLoadBalancerAddress)
