@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,16 @@ func TestNodeSelectorInCloudConfNamesTheLine(t *testing.T) {
 	cfg, _, err := Read("cloud.conf", strings.NewReader(strings.Replace(conf, "in gress", "ingress", 1)))
 	if err != nil || cfg.LoadBalancer.NodeSelector != "pool=ingress" {
 		t.Errorf("cfg %+v err %v", cfg, err)
+	}
+}
+
+func TestAnIngressHostnameSuffixMustMakeDNSNames(t *testing.T) {
+	conf := "[Global]\nauth-url = https://keystone.example:5000/v3\nusername = u\npassword = p\ndomain-name = Default\n[LoadBalancer]\nenable-ingress-hostname = true\ningress-hostname-suffix = %s\n"
+	if _, _, err := Read("cloud.conf", strings.NewReader(fmt.Sprintf(conf, "sslip.io"))); err != nil {
+		t.Errorf("sslip.io: %v", err)
+	}
+	_, _, err := Read("cloud.conf", strings.NewReader(fmt.Sprintf(conf, "Not_DNS")))
+	if err == nil || !strings.Contains(err.Error(), "[LoadBalancer] ingress-hostname-suffix") {
+		t.Errorf("Not_DNS: %v, want an error naming the key", err)
 	}
 }
