@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -44,7 +45,7 @@ func (st *state) addSubnet(nw *network, s SeedSubnet) (*subnet, error) {
 	}
 	pf = pf.Masked()
 	sn := &subnet{ID: s.ID, Name: s.Name, NetworkID: nw.ID, ProjectID: nw.ProjectID, CIDR: pf.String(),
-		prefix: pf, used: map[netip.Addr]bool{}, Created: time.Now(), IPVersion: 4}
+		prefix: pf, used: map[netip.Addr]bool{}, Created: time.Now(), IPVersion: 4, Tags: slices.Clone(s.Tags)}
 	if !pf.Addr().Is4() {
 		sn.IPVersion = 6
 	}
@@ -262,6 +263,12 @@ func (st *state) setPortDevice(p *port, deviceID string) {
 // createFloatingIP allocates an address on an external network and
 // optionally associates it with a port (its first IPv4 fixed IP).
 func (st *state) createFloatingIP(projectID, networkID, addr, portID, fixed string) (*floatingIP, error) {
+	return st.createFloatingIPOn(projectID, networkID, "", addr, portID, fixed)
+}
+
+// createFloatingIPOn allocates on one subnet of the external network when
+// subnetID is set (Neutron's subnet_id), else on any.
+func (st *state) createFloatingIPOn(projectID, networkID, subnetID, addr, portID, fixed string) (*floatingIP, error) {
 	nw, ok := st.networks.get(networkID)
 	if !ok {
 		return nil, fmt.Errorf("external network %s: %w", networkID, ErrNotFound)
@@ -269,7 +276,7 @@ func (st *state) createFloatingIP(projectID, networkID, addr, portID, fixed stri
 	if !nw.External {
 		return nil, fmt.Errorf("network %s is not external: %w", networkID, ErrInvalid)
 	}
-	fi, err := st.claimIP(nw, fixedIP{IP: addr})
+	fi, err := st.claimIP(nw, fixedIP{IP: addr, SubnetID: subnetID})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ func (s *Sim) routesNetwork(mux *http.ServeMux) {
 	h("GET /subnets", "subnets.list", subnetRes.list(s, nil))
 	h("GET /subnets/{id}", "subnets.get", subnetRes.show(s))
 	h("POST /subnets", "subnets.create", s.createSubnet)
+	s.routesSubnetTags(h)
 	h("GET /ports", "ports.list", portRes.list(s, portsByDevice))
 	h("GET /ports/{id}", "ports.get", portRes.show(s))
 	h("POST /ports", "ports.create", s.createPortAPI)
@@ -34,6 +35,7 @@ var neutronExtensions = []struct{ alias, name string }{
 	{"ext-gw-mode", "Neutron L3 Configurable external gateway mode"},
 	{"extraroute", "Neutron Extra Route"},
 	{"extraroute-atomic", "Atomically add/remove extra routes"},
+	{"standard-attr-tag", "Tag support for resources with standard attribute: subnet"},
 	{"allowed-address-pairs", "Allowed Address Pairs"},
 	{"security-group", "security-group"},
 	{"external-net", "Neutron external network"},
@@ -144,7 +146,7 @@ func (s *Sim) subnetView(sn *subnet) map[string]any {
 	return map[string]any{
 		"id": sn.ID, "name": sn.Name, "network_id": sn.NetworkID, "tenant_id": sn.ProjectID, "project_id": sn.ProjectID,
 		"cidr": sn.CIDR, "ip_version": sn.IPVersion, "gateway_ip": sn.Gateway, "enable_dhcp": true,
-		"dns_nameservers": []string{}, "host_routes": []any{}, "description": "", "tags": []string{},
+		"dns_nameservers": []string{}, "host_routes": []any{}, "description": "", "tags": append([]string{}, sn.Tags...),
 		"allocation_pools": []any{map[string]any{"start": first.Next().String(), "end": last.String()}},
 		"ipv6_ra_mode":     ra, "ipv6_address_mode": am, "subnetpool_id": nil, "service_types": []string{}, "dns_publish_fixed_ip": false,
 		"created_at": neutronTS(sn.Created), "updated_at": neutronTS(sn.Created), "revision_number": 1,

@@ -166,6 +166,7 @@ func (s *Sim) fipView(f *floatingIP) map[string]any {
 type fipBody struct {
 	FIP struct {
 		NetworkID   string  `json:"floating_network_id"`
+		SubnetID    string  `json:"subnet_id"`
 		Address     string  `json:"floating_ip_address"`
 		PortID      *string `json:"port_id"`
 		FixedIP     string  `json:"fixed_ip_address"`
@@ -185,7 +186,7 @@ func (s *Sim) createFIP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := s.state.createFloatingIP(projectOf(r), req.FIP.NetworkID, req.FIP.Address, portID, req.FIP.FixedIP)
+	f, err := s.state.createFloatingIPOn(projectOf(r), req.FIP.NetworkID, req.FIP.SubnetID, req.FIP.Address, portID, req.FIP.FixedIP)
 	if err != nil {
 		neutronError(w, statusFor(err), "BadRequest", "%v", err)
 		return

@@ -117,6 +117,10 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 	if provider == "" {
 		provider = "amphora"
 	}
+	if provider != "amphora" && provider != "octavia" {
+		octaviaError(w, http.StatusBadRequest, "Provider '%s' is not enabled.", provider)
+		return
+	}
 	lb := &lbObj{lbStatus: newStatus(project, "", str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		VIPSubnetID: b.VIPSubnetID, VIPNetworkID: b.VIPNetworkID, VIPPortID: b.VIPPortID, Provider: provider,
 		FlavorID: b.FlavorID, AZ: b.AZ}

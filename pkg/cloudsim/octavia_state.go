@@ -44,6 +44,9 @@ type lbObj struct {
 	lbStatus
 	VIPAddress, VIPPortID, VIPSubnetID, VIPNetworkID string
 	Provider, FlavorID, AZ                           string
+	// ownPort: Octavia made the VIP port (and deletes it with the load
+	// balancer); a vip_port_id the user gave stays theirs.
+	ownPort bool
 }
 
 type listenerObj struct {
@@ -273,7 +276,7 @@ func (s *Sim) removeLB(lb *lbObj) {
 			o.listeners.del(l.ID)
 		}
 	}
-	if p, ok := s.state.ports.get(lb.VIPPortID); ok {
+	if p, ok := s.state.ports.get(lb.VIPPortID); ok && lb.ownPort {
 		s.state.deletePort(p.ID)
 	}
 	o.lbs.del(lb.ID)
@@ -320,7 +323,7 @@ func (st *state) createVIP(lb *lbObj, addr string) error {
 	if err != nil {
 		return err
 	}
-	lb.VIPPortID, lb.VIPNetworkID = p.ID, nw.ID
+	lb.VIPPortID, lb.VIPNetworkID, lb.ownPort = p.ID, nw.ID, true
 	if len(p.FixedIPs) > 0 {
 		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
 	}

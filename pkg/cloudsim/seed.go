@@ -96,6 +96,8 @@ type SeedSubnet struct {
 	CIDR      string `yaml:"cidr" json:"cidr"`
 	IPVersion int    `yaml:"ipVersion" json:"ipVersion,omitempty"`
 	Gateway   string `yaml:"gateway" json:"gateway,omitempty"`
+	// Tags are Neutron tags (floating-subnet-tags picks subnets by them).
+	Tags []string `yaml:"tags" json:"tags,omitempty"`
 }
 
 // SeedRouter is a Neutron router with an external gateway and interfaces on

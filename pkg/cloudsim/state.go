@@ -130,6 +130,7 @@ type subnet struct {
 	used                                          map[netip.Addr]bool
 	next                                          netip.Addr
 	Created                                       time.Time
+	Tags                                          []string
 }
 
 type fixedIP struct{ SubnetID, IP string }

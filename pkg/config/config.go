@@ -147,6 +147,11 @@ type LoadBalancer struct {
 	EnableIngressHostname  bool          // enable-ingress-hostname
 	IngressHostnameSuffix  string        // ingress-hostname-suffix (default nip.io)
 	DefaultTLSContainerRef string        // default-tls-container-ref
+	NodeSelector           string        // node-selector: the default of loadbalancer.openstack.org/node-selector
+	FloatingSubnetTags     string        // floating-subnet-tags
+	// Classes are the [LoadBalancerClass "name"] sections, by name
+	// (lbclass.go).
+	Classes map[string]*LBClass
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).

@@ -99,8 +99,8 @@ func TestUnknownThingsAreWarnings(t *testing.T) {
 	conf := minimalGlobal + `bs-version = v3
 [BlockStorage]
 bs-version = v3
-[LoadBalancerClass "internal"]
-subnet-id = x
+[Route "other"]
+router-id = x
 [Networking]
 public-network-name = ext
 public-network-name =
@@ -120,7 +120,7 @@ router-id = b
 	want := []string{
 		"cloud.conf:9: [Global] bs-version: unknown key, ignored",
 		"cloud.conf:10: [BlockStorage]: unknown section, ignored",
-		`cloud.conf:12: [LoadBalancerClass "internal"]: subsections are not supported, section ignored`,
+		`cloud.conf:12: [Route "other"]: subsections are not supported, section ignored`,
 		"cloud.conf:20: [Route] router-id: set again (first on line 19); the last value wins",
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -52,9 +52,10 @@ type parser struct {
 	fields   map[string]map[string]field // section (lower) → key (lower) → field
 	probs    problems
 	warnings []Warning
-	section  string         // as written, "" before the first header
-	known    bool           // whether the current section is one we parse
-	seen     map[string]int // "section.key" → first line, for single-valued keys
+	section  string           // as written, "" before the first header
+	known    bool             // whether the current section is one we parse
+	current  map[string]field // the keys of the current section
+	seen     map[string]int   // "section.key" → first line, for single-valued keys
 }
 
 func (p *parser) warn(line int, key, format string, args ...any) {
@@ -88,7 +89,7 @@ func (p *parser) line(n int, text string) {
 	if !p.known {
 		return // the unknown section was warned about once, at its header
 	}
-	f, ok := p.fields[strings.ToLower(p.section)][strings.ToLower(key)]
+	f, ok := p.current[strings.ToLower(key)]
 	if !ok {
 		p.warn(n, key, "unknown key, ignored")
 		return
@@ -122,11 +123,13 @@ func (p *parser) header(n int, s string) {
 	if hasSub {
 		p.section = name + " " + strings.TrimSpace(sub)
 	}
-	_, p.known = p.fields[strings.ToLower(name)]
+	p.current, p.known = p.fields[strings.ToLower(name)]
 	switch {
 	case !validName(name):
 		p.probs.add(n, "", "", "invalid section header %q", s)
 		p.known = false
+	case hasSub && strings.EqualFold(name, "LoadBalancerClass"):
+		p.current, p.known = p.classSection(n, strings.TrimSpace(sub))
 	case hasSub:
 		p.warn(n, "", "subsections are not supported, section ignored")
 		p.known = false
@@ -352,7 +355,8 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"network-id":                str(&lb.NetworkID),
 			"floating-network-id":       str(&lb.FloatingNetworkID),
 			"floating-subnet-id":        str(&lb.FloatingSubnetID),
-			"floating-subnet":           str(&lb.FloatingSubnet),
+			"floating-subnet":           subnetPattern(&lb.FloatingSubnet),
+			"floating-subnet-tags":      str(&lb.FloatingSubnetTags),
 			"lb-method":                 str(&lb.LBMethod),
 			"lb-provider":               str(&lb.LBProvider),
 			"create-monitor":            boolean(&lb.CreateMonitor),
@@ -369,6 +373,7 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"enable-ingress-hostname":   boolean(&lb.EnableIngressHostname),
 			"ingress-hostname-suffix":   str(&lb.IngressHostnameSuffix),
 			"default-tls-container-ref": str(&lb.DefaultTLSContainerRef),
+			"node-selector":             nodeSelector(&lb.NodeSelector),
 		},
 		"route": {
 			"router-id": str(&c.Route.RouterID),

@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Validate checks the Config as a whole and returns every problem at once
@@ -19,6 +22,7 @@ func (c *Config) Validate() error {
 	c.validateGlobal(p)
 	c.validateMetadata(p)
 	c.validateLoadBalancer(p)
+	c.validateClasses(p)
 	return p.err()
 }
 
@@ -130,6 +134,12 @@ func (c *Config) validateLoadBalancer(p *problems) {
 	}
 	if lb.MonitorMaxRetriesDown < 1 || lb.MonitorMaxRetriesDown > 10 {
 		bad("monitor-max-retries-down", "must be between 1 and 10, got %d", lb.MonitorMaxRetriesDown)
+	}
+	if lb.EnableIngressHostname {
+		// <ip>.<suffix> becomes a status hostname: the apiserver wants a DNS name.
+		if errs := validation.IsDNS1123Subdomain("192.0.2.1." + lb.IngressHostnameSuffix); len(errs) > 0 {
+			bad("ingress-hostname-suffix", "%q does not make DNS names: %s", lb.IngressHostnameSuffix, strings.Join(errs, "; "))
+		}
 	}
 	if lb.MaxSharedLB < 1 {
 		bad("max-shared-lb", "must be at least 1, got %d", lb.MaxSharedLB)

@@ -72,6 +72,10 @@ type options struct {
 	monitorDown       int
 	allowedCIDRs      []string
 	loadBalancerIP    string
+	nodeSelector      map[string]string // members only from matching nodes (members.go)
+	hostname          string            // status ingress hostname (hostname.go)
+	// networks.go: floating subnet by name pattern or tags, the VIP port.
+	floatingSubnet, floatingSubnetTags, portID string
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -105,7 +109,10 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		monitorRetries: p.integer(AnnotationMonitorMaxRetries, cfg.MonitorMaxRetries, 1),
 		monitorDown:    p.integer(AnnotationMonitorRetriesDown, cfg.MonitorMaxRetriesDown, 1),
 		loadBalancerIP: svc.Spec.LoadBalancerIP,
+		nodeSelector:   p.nodeSelector(cfg.NodeSelector),
+		hostname:       p.hostname(),
 	}
+	p.networks(o, cfg)
 	if o.method == "" {
 		o.method = "ROUND_ROBIN"
 	}

@@ -52,6 +52,8 @@ type Neutron interface {
 	ExternalNetworks(ctx context.Context) ([]string, error)
 	// SubnetOfAddress returns the subnet of the port holding a fixed IP.
 	SubnetOfAddress(ctx context.Context, ip string) (string, error)
+	// Subnets lists a network's subnets that pass the tag filter.
+	Subnets(ctx context.Context, networkID string, filter TagFilter) ([]Subnet, error)
 }
 
 // Octavia provisioning states.
@@ -128,10 +130,13 @@ type Spec struct {
 	VIPNetworkID string
 	VIPSubnetID  string
 	VIPAddress   string
-	FlavorID     string
-	Zone         string
-	Provider     string
-	Listeners    []ListenerSpec
+	// VIPPortID is an existing port for the VIP (port-id); Octavia never
+	// deletes a port it did not create.
+	VIPPortID string
+	FlavorID  string
+	Zone      string
+	Provider  string
+	Listeners []ListenerSpec
 	// Owner is the Service's tag on a shared load balancer and on its
 	// listeners (shared.go).
 	Owner string

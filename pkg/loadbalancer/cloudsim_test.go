@@ -34,11 +34,12 @@ type simEnv struct {
 	m        *loadbalancer.Manager
 	sim      *cloudsim.Sim
 	octavia  *gophercloud.ServiceClient
+	neutron  *gophercloud.ServiceClient
 	subnetID string
 	clients  *openstack.Clients
 }
 
-func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
+func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.Seed)) simEnv {
 	t.Helper()
 	sd := cloudsim.DefaultSeed()
 	sd.Servers = []cloudsim.ServerSpec{
@@ -46,6 +47,9 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
 		{Name: "node-2", Flavor: "m1.small", NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: "10.0.0.12"}}},
 	}
 	sd.LoadBalancerQuota = 0
+	for _, f := range seed {
+		f(sd)
+	}
 	sim, err := cloudsim.New(cloudsim.Options{Seed: sd, RandSeed: 1, OctaviaDelay: octaviaDelay})
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +81,17 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration) simEnv {
 		t.Fatal(err)
 	}
 	raw.ResourceBase = raw.Endpoint + "v2/"
+	rawNet, err := clients.NeutronClient()
+	if err != nil {
+		t.Fatal(err)
+	}
 	subnet, err := net.SubnetOfAddress(ctx, "10.0.0.11")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
 		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
-	return simEnv{m: m, sim: sim, octavia: raw, subnetID: subnet, clients: clients}
+	return simEnv{m: m, sim: sim, octavia: raw, neutron: rawNet, subnetID: subnet, clients: clients}
 }
 
 func simNodes(ips ...string) []*corev1.Node {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gophercloud/gophercloud/v2"
 )
 
 // fakeOctavia is Octavia in memory. Every call is recorded by name; every
@@ -134,6 +136,9 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 	l := &fakeLB{lb: LoadBalancer{ID: id, Name: spec.Name, ProvisioningStatus: "PENDING_CREATE", VIPAddress: "10.0.0.100",
 		VIPPortID: "port-" + id, VIPSubnetID: spec.VIPSubnetID, VIPNetworkID: spec.VIPNetworkID, FlavorID: spec.FlavorID,
 		AvailabilityZone: spec.Zone, Tags: spec.Tags}, tree: Tree{Pools: map[string]*Pool{}}}
+	if spec.VIPPortID != "" {
+		l.lb.VIPPortID = spec.VIPPortID
+	}
 	for _, ls := range spec.Listeners {
 		f.addListener(l, ls)
 	}
@@ -328,6 +333,9 @@ type fakeNeutron struct {
 	external []string
 	subnets  map[string]string // fixed IP -> subnet
 	nextID   int
+	// floating subnets (networks_test.go) and those with no free address
+	floatingSubnets []Subnet
+	full            map[string]bool
 }
 
 func newFakeNeutron() *fakeNeutron {
@@ -351,6 +359,9 @@ func (n *fakeNeutron) CreateFloatingIP(_ context.Context, fip FloatingIP) (*Floa
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, "create_floatingip")
+	if n.full[fip.SubnetID] {
+		return nil, gophercloud.ErrUnexpectedResponseCode{Actual: 409}
+	}
 	n.nextID++
 	fip.ID = fmt.Sprintf("fip-%d", n.nextID)
 	if fip.Address == "" {

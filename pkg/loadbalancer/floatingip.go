@@ -18,7 +18,7 @@ import (
 //     network, when there is exactly one. Several is an error naming them
 //     (a guess could put the VIP on the wrong network).
 func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
-	if lb == nil && o.subnetID == "" && o.networkID == "" {
+	if lb == nil && o.subnetID == "" && o.networkID == "" && o.portID == "" {
 		subnet, err := m.detectNodeSubnet(ctx, nodes)
 		if err != nil {
 			return err
@@ -128,9 +128,8 @@ func (m *Manager) ensureFloatingIP(ctx context.Context, id Identity, svc *corev1
 			return []FloatingIP{f}, nil
 		}
 	}
-	f, err := m.Neutron.CreateFloatingIP(ctx, FloatingIP{
+	f, err := m.allocateFloatingIP(ctx, svc, o, FloatingIP{
 		NetworkID:   o.floatingNetworkID,
-		SubnetID:    o.floatingSubnetID,
 		Address:     o.loadBalancerIP,
 		PortID:      lb.VIPPortID,
 		Description: FloatingIPDescription(id, refOf(svc)),

@@ -66,7 +66,7 @@ func fromGopherLB(lb *loadbalancers.LoadBalancer) LoadBalancer {
 func (g *gopherOctavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*LoadBalancer, error) {
 	opts := loadbalancers.CreateOpts{
 		Name: spec.Name, Description: spec.Description, Tags: spec.Tags,
-		VipNetworkID: spec.VIPNetworkID, VipSubnetID: spec.VIPSubnetID, VipAddress: spec.VIPAddress,
+		VipNetworkID: spec.VIPNetworkID, VipSubnetID: spec.VIPSubnetID, VipAddress: spec.VIPAddress, VipPortID: spec.VIPPortID,
 		FlavorID: spec.FlavorID, AvailabilityZone: spec.Zone, Provider: spec.Provider,
 	}
 	for _, l := range spec.Listeners {

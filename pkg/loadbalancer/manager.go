@@ -39,6 +39,9 @@ type Manager struct {
 	// SecurityGroups, with Config.ManageSecurityGroups, manages a security
 	// group per Service on the member ports (secgroups.go).
 	SecurityGroups SecurityGroups
+	// Annotate merges annotations into the Service in the apiserver (the
+	// load-balancer-address, hostname.go); nil writes none.
+	Annotate func(ctx context.Context, svc *corev1.Service, annotations map[string]string) error
 
 	mu sync.Mutex
 	// Looked up once: the only external network, the nodes' subnet, the
@@ -67,34 +70,53 @@ func refOf(svc *corev1.Service) ServiceRef {
 }
 
 // find returns the Service's load balancer, or nil when there is none.
-// Several (a create retried after a lost answer, or two leaders racing in a
-// failover) are all ours by name and tag: the oldest is kept and the others
-// deleted, floating IPs included, so a duplicate never lives on.
+// One being deleted (PENDING_DELETE) is gone already. Several (a create
+// retried after a lost answer, two leaders racing in a failover, or a
+// replacement of one in ERROR) are all ours by name and tag: a working one
+// is kept over one in ERROR, else the oldest, and the others are deleted.
+// One in ERROR hands its floating IPs to the kept one when that has none
+// (an interrupted replacement, recreate.go); any other duplicate releases
+// them.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
-	lbs, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
+	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
 	if err != nil {
 		return nil, fmt.Errorf("find load balancer %q: %w", name, err)
+	}
+	var lbs []LoadBalancer
+	for _, lb := range found {
+		if lb.ProvisioningStatus != StatusPendingDelete {
+			lbs = append(lbs, lb)
+		}
 	}
 	if len(lbs) == 0 {
 		return nil, nil
 	}
 	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
+		if ae, be := a.ProvisioningStatus == StatusError, b.ProvisioningStatus == StatusError; ae != be {
+			if ae {
+				return 1
+			}
+			return -1
+		}
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	keeper := &lbs[0]
 	for _, dup := range lbs[1:] {
-		if dup.ProvisioningStatus == StatusPendingDelete {
-			continue
+		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", keeper.ID, "duplicate", dup.ID, "status", dup.ProvisioningStatus)
+		if dup.ProvisioningStatus == StatusError {
+			err = m.retireDuplicate(ctx, id, refOf(svc), &dup, keeper, keepFloatingIP(svc))
+		} else {
+			err = m.deleteLB(ctx, id, &dup, keepFloatingIP(svc))
 		}
-		klog.FromContext(ctx).Info("Deleting a duplicate load balancer", "service", refOf(svc).String(), "loadBalancer", name, "kept", lbs[0].ID, "duplicate", dup.ID)
-		if err := m.deleteLB(ctx, id, &dup, keepFloatingIP(svc)); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%w %q: deleting %s: %w", ErrDuplicate, name, dup.ID, err)
 		}
 	}
-	return &lbs[0], nil
+	return keeper, nil
 }
 
 // Get reports the Service's load balancer and its status.
@@ -114,7 +136,11 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	return status(lb, fips), true, nil
+	st := status(lb, fips)
+	if o, err := parseOptions(svc, m.Config); err == nil {
+		st = publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix)
+	}
+	return st, true, nil
 }
 
 // Ensure creates or updates the Service's load balancer. Each call makes
@@ -160,7 +186,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	switch lb.ProvisioningStatus {
 	case StatusActive:
 	case StatusError:
-		return nil, fmt.Errorf("load balancer %s (%s): %w; delete it in Octavia (or the Service) to have it recreated", spec.Name, lb.ID, ErrProvisioningError)
+		return nil, m.recreate(ctx, lb, spec)
 	default:
 		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
 	}
@@ -184,7 +210,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := m.syncSecurityGroup(ctx, clusterName, svc, o, spec, nodes); err != nil {
 		return nil, err
 	}
-	return status(lb, fips), nil
+	return m.ingress(ctx, svc, o, lb, fips), nil
 }
 
 // Update brings the members up to date with nodes. It is Ensure's tree
@@ -212,13 +238,16 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if lb == nil {
 		return fmt.Errorf("no load balancer %q to update", LoadBalancerName(clusterName, refOf(svc)))
 	}
-	if lb.ProvisioningStatus != StatusActive {
+	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
 		return notReady(m.requeue(), "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
 	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err
 	}
 	spec := buildSpec(id, svc, o, nodes)
+	if lb.ProvisioningStatus == StatusError {
+		return m.recreate(ctx, lb, spec)
+	}
 	remaining, err := m.step(ctx, lb, spec)
 	if err != nil {
 		return err
@@ -369,6 +398,7 @@ func checkImmutable(lb *LoadBalancer, spec Spec) error {
 		{"flavor (" + AnnotationFlavorID + ")", lb.FlavorID, spec.FlavorID},
 		{"availability zone (" + AnnotationAvailabilityZone + ")", lb.AvailabilityZone, spec.Zone},
 		{"VIP address (spec.loadBalancerIP)", lb.VIPAddress, spec.VIPAddress},
+		{"VIP port (" + AnnotationPortID + ")", lb.VIPPortID, spec.VIPPortID},
 	} {
 		if f.want != "" && f.have != f.want {
 			errs = append(errs, fmt.Errorf("load balancer %s: %s %q -> %q %w", lb.Name, f.what, f.have, f.want, ErrImmutable))

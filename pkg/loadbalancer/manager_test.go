@@ -174,22 +174,6 @@ func TestAnotherClustersLoadBalancerOfTheSameNameIsNeverAdopted(t *testing.T) {
 	}
 }
 
-func TestAnErroredLoadBalancerIsReportedAndLeftAlone(t *testing.T) {
-	oct, net := newFakeOctavia(), newFakeNeutron()
-	m := newManager(oct, net)
-	svc := service()
-	converge(t, m, oct, svc, nodes("10.0.0.1"))
-	oct.setStatus(oct.only().lb.ID, StatusError)
-	oct.resetCalls()
-	_, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1", "10.0.0.2"))
-	if !errors.Is(err, ErrProvisioningError) || isRetry(err) {
-		t.Errorf("Ensure: %v, want ErrProvisioningError with backoff", err)
-	}
-	if w := oct.writes(); len(w) != 0 {
-		t.Errorf("writes %v", w)
-	}
-}
-
 func TestChangesOctaviaCannotMakeAreRefused(t *testing.T) {
 	oct, net := newFakeOctavia(), newFakeNeutron()
 	m := newManager(oct, net)

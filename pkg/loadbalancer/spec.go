@@ -20,6 +20,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		Tags:         LoadBalancerTags(id, ref),
 		VIPNetworkID: o.networkID,
 		VIPSubnetID:  o.subnetID,
+		VIPPortID:    o.portID,
 		FlavorID:     o.flavorID,
 		Zone:         o.zone,
 		Provider:     o.provider,
@@ -31,6 +32,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		spec.VIPAddress = o.loadBalancerIP
 	}
 	local := servicehelper.NeedsHealthCheck(svc)
+	nodes = selectNodes(nodes, o.nodeSelector)
 	for _, port := range svc.Spec.Ports {
 		protocol := string(port.Protocol)
 		l := ListenerSpec{

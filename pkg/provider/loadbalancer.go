@@ -57,7 +57,7 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	}
 	logger := klog.FromContext(ctx)
 	if cfg.LoadBalancer.Enabled {
-		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube.clusterUID, sopts)
+		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts)
 		if err != nil {
 			logger.Error(err, "Services of type LoadBalancer are not served")
 		}
@@ -166,7 +166,7 @@ type loadBalancers struct {
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
-func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, uid func(context.Context) (string, error), sopts ServiceOptions) (*loadBalancers, error) {
+func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube *kubeAccess, sopts ServiceOptions) (*loadBalancers, error) {
 	oct, err := loadbalancer.NewOctavia(clients)
 	if err != nil {
 		return nil, err
@@ -175,7 +175,8 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, uid f
 	if err != nil {
 		return nil, err
 	}
-	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: uid, Requeue: sopts.LBRequeue}
+	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: kube.clusterUID,
+		Annotate: kube.annotateService, Requeue: sopts.LBRequeue}
 	if cfg.ManageSecurityGroups {
 		if m.SecurityGroups, err = loadbalancer.NewSecurityGroups(clients); err != nil {
 			return nil, err
