@@ -52,6 +52,7 @@ type listenerObj struct {
 	Port, ConnLimit         int
 	AllowedCIDRs            []string
 	InsertHeaders           map[string]string
+	TLSRef                  string // default_tls_container_ref
 	Timeouts                [4]int // client data, member connect, member data, tcp inspect
 }
 

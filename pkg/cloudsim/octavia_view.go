@@ -65,7 +65,7 @@ func (s *Sim) listenerView(l *listenerObj) map[string]any {
 	v["default_pool_id"] = nullIfEmpty(l.DefaultPoolID)
 	v["loadbalancers"] = idRefs([]string{l.LBID})
 	v["l7policies"] = []any{}
-	v["default_tls_container_ref"], v["sni_container_refs"] = nil, []string{}
+	v["default_tls_container_ref"], v["sni_container_refs"] = nullIfEmpty(l.TLSRef), []string{}
 	ih := map[string]string{}
 	for k, x := range l.InsertHeaders {
 		ih[k] = x
