@@ -72,6 +72,7 @@ type options struct {
 	monitorDown       int
 	allowedCIDRs      []string
 	loadBalancerIP    string
+	l7                l7Options // tls.go
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -153,6 +154,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 	if len(svc.Spec.Ports) == 0 {
 		p.errs = append(p.errs, fmt.Errorf("service has no ports"))
 	}
+	parseL7(p, svc, cfg, o)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

@@ -86,6 +86,8 @@ type Listener struct {
 	AllowedCIDRs  []string
 	ConnLimit     int
 	Timeouts      Timeouts
+	TLSRef        string            // default_tls_container_ref
+	InsertHeaders map[string]string // insert_headers
 }
 
 // Pool is an existing pool with its members and health monitor.
@@ -137,6 +139,10 @@ type ListenerSpec struct {
 	ConnLimit    int      // -1: unlimited
 	Timeouts     Timeouts
 	Pool         PoolSpec
+	// TLSRef is the Barbican certificate of a TERMINATED_HTTPS listener;
+	// InsertHeaders those an HTTP or TERMINATED_HTTPS one adds (tls.go).
+	TLSRef        string
+	InsertHeaders map[string]string
 }
 
 // Timeouts of a listener in milliseconds; zero leaves Octavia's default.

@@ -146,7 +146,7 @@ func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 	lid := f.id("listener")
 	pool := f.addPool(l, ls.Pool)
 	l.tree.Listeners = append(l.tree.Listeners, Listener{ID: lid, Protocol: ls.Protocol, Port: ls.Port, DefaultPoolID: pool,
-		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts})
+		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, TLSRef: ls.TLSRef, InsertHeaders: ls.InsertHeaders})
 }
 
 func (f *fakeOctavia) addPool(l *fakeLB, ps PoolSpec) string {
@@ -204,6 +204,7 @@ func (f *fakeOctavia) UpdateListener(_ context.Context, id string, spec Listener
 		for i := range l.tree.Listeners {
 			if x := &l.tree.Listeners[i]; x.ID == id {
 				x.AllowedCIDRs, x.ConnLimit, x.Timeouts = spec.AllowedCIDRs, spec.ConnLimit, spec.Timeouts
+				x.TLSRef, x.InsertHeaders = spec.TLSRef, spec.InsertHeaders
 			}
 		}
 		return nil

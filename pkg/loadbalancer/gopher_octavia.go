@@ -94,6 +94,7 @@ func listenerCreateOpts(l ListenerSpec) listeners.CreateOpts {
 	lo := listeners.CreateOpts{
 		Name: l.Name, Protocol: listeners.Protocol(l.Protocol), ProtocolPort: l.Port,
 		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool,
+		DefaultTlsContainerRef: l.TLSRef, InsertHeaders: l.InsertHeaders,
 	}
 	setTimeouts(&lo.TimeoutClientData, &lo.TimeoutMemberConnect, &lo.TimeoutMemberData, &lo.TimeoutTCPInspect, l.Timeouts)
 	return lo
@@ -187,7 +188,8 @@ func (g *gopherOctavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 		tree.Listeners = append(tree.Listeners, Listener{ID: l.ID, Protocol: l.Protocol, Port: l.ProtocolPort,
 			DefaultPoolID: l.DefaultPoolID, AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			Timeouts: Timeouts{ClientData: l.TimeoutClientData, MemberConnect: l.TimeoutMemberConnect,
-				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}})
+				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect},
+			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders})
 	}
 	for _, p := range ps {
 		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type}
@@ -236,6 +238,7 @@ func (g *gopherOctavia) UpdateListener(ctx context.Context, id string, spec List
 		cidrs = []string{} // clears a restriction
 	}
 	opts := listeners.UpdateOpts{ConnLimit: &spec.ConnLimit, AllowedCIDRs: &cidrs}
+	opts.DefaultTlsContainerRef, opts.InsertHeaders = l7UpdateFields(spec)
 	setTimeouts(&opts.TimeoutClientData, &opts.TimeoutMemberConnect, &opts.TimeoutMemberData, &opts.TimeoutTCPInspect, spec.Timeouts)
 	return g.do(ctx, "update_listener", func(ctx context.Context) error {
 		return listeners.Update(ctx, g.client, id, opts).Err

@@ -133,7 +133,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if lb == nil {
 		lb, err = m.Octavia.CreateLoadBalancer(ctx, spec)
 		if err != nil {
-			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, explainTLSRefusal(err, spec))
 		}
 		logger.Info("Created load balancer", "id", lb.ID, "listeners", len(spec.Listeners))
 		// Neutron does not wait for Octavia: the VIP port exists already.
@@ -233,7 +233,7 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 			// Busy since we read it (another change is settling).
 			return 0, notReady(m.requeue(), "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
 		}
-		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, err)
+		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, explainTLSRefusal(err, spec))
 	}
 	return len(steps) - 1, nil
 }

@@ -70,6 +70,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 			}
 			l.Pool.Monitor = m
 		}
+		applyL7(&l, o)
 		spec.Listeners = append(spec.Listeners, l)
 	}
 	return spec
