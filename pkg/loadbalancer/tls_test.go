@@ -148,8 +148,8 @@ func TestLayer7ChangesAreTheFewestCalls(t *testing.T) {
 			from: map[string]string{AnnotationTLSContainerRef: testTLSRef}, to: map[string]string{AnnotationTLSContainerRef: otherRef},
 			wantWrites: []string{"update_listener"}},
 		{name: "x-forwarded-for on a TLS listener is one listener update",
-			from: map[string]string{AnnotationTLSContainerRef: testTLSRef},
-			to:   map[string]string{AnnotationTLSContainerRef: testTLSRef, AnnotationXForwardedFor: "true"},
+			from:       map[string]string{AnnotationTLSContainerRef: testTLSRef},
+			to:         map[string]string{AnnotationTLSContainerRef: testTLSRef, AnnotationXForwardedFor: "true"},
 			wantWrites: []string{"update_listener"}},
 	}
 	for _, tt := range tests {
