@@ -73,6 +73,7 @@ type options struct {
 	allowedCIDRs      []string
 	loadBalancerIP    string
 	l7                l7Options // tls.go
+	ipv6              bool      // the Service's first IP family (dualstack.go)
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -155,6 +156,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		p.errs = append(p.errs, fmt.Errorf("service has no ports"))
 	}
 	parseL7(p, svc, cfg, o)
+	parseFamily(svc, o)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

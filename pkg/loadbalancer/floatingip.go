@@ -19,7 +19,7 @@ import (
 //     (a guess could put the VIP on the wrong network).
 func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
 	if lb == nil && o.subnetID == "" && o.networkID == "" {
-		subnet, err := m.detectNodeSubnet(ctx, nodes)
+		subnet, err := m.vipSubnet(ctx, o, nodes)
 		if err != nil {
 			return err
 		}
