@@ -147,6 +147,7 @@ type LoadBalancer struct {
 	EnableIngressHostname  bool          // enable-ingress-hostname
 	IngressHostnameSuffix  string        // ingress-hostname-suffix (default nip.io)
 	DefaultTLSContainerRef string        // default-tls-container-ref
+	ContainerStore         string        // container-store: barbican (default) or external
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).
@@ -170,6 +171,7 @@ func Defaults() *Config {
 			CascadeDelete:         true,
 			MaxSharedLB:           2,
 			IngressHostnameSuffix: "nip.io",
+			ContainerStore:        "barbican",
 		},
 	}
 }

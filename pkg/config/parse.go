@@ -369,6 +369,7 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"enable-ingress-hostname":   boolean(&lb.EnableIngressHostname),
 			"ingress-hostname-suffix":   str(&lb.IngressHostnameSuffix),
 			"default-tls-container-ref": str(&lb.DefaultTLSContainerRef),
+			"container-store":           str(&lb.ContainerStore),
 		},
 		"route": {
 			"router-id": str(&c.Route.RouterID),

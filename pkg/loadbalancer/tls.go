@@ -56,7 +56,9 @@ func parseL7(p *annotationParser, svc *corev1.Service, cfg config.LoadBalancer, 
 	if v, ok := a[AnnotationTLSContainerRef]; ok {
 		o.l7.tlsRef, o.l7.tlsRefFrom = v, AnnotationTLSContainerRef
 	}
-	if o.l7.tlsRef != "" {
+	// With container-store external the reference is the cloud's business,
+	// as upstream: only Barbican references have a form to check.
+	if o.l7.tlsRef != "" && cfg.ContainerStore != "external" {
 		if reason := barbicanRefProblem(o.l7.tlsRef); reason != "" {
 			p.fail(o.l7.tlsRefFrom, o.l7.tlsRef, reason)
 		}

@@ -188,3 +188,17 @@ func TestOctaviaRefusingTheCertificateNamesTheAnnotation(t *testing.T) {
 		t.Errorf("something was left in the cloud: %v %v", oct.lbs, net.fips)
 	}
 }
+
+func TestAnExternalContainerStoreTakesAnyReference(t *testing.T) {
+	cfg := newManager(nil, nil).Config
+	cfg.ContainerStore = "external"
+	o, err := parseOptions(service(func(s *corev1.Service) {
+		s.Annotations[AnnotationTLSContainerRef] = "vault:kv/certs/web"
+	}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.l7.tlsRef != "vault:kv/certs/web" {
+		t.Errorf("reference %q", o.l7.tlsRef)
+	}
+}
