@@ -1,7 +1,6 @@
 package cloudsim
 
 import (
-	"net/netip"
 	"strings"
 	"time"
 )
@@ -44,6 +43,7 @@ type lbObj struct {
 	lbStatus
 	VIPAddress, VIPPortID, VIPSubnetID, VIPNetworkID string
 	Provider, FlavorID, AZ                           string
+	AdditionalVIPs                                   []additionalVIP
 }
 
 type listenerObj struct {
@@ -278,52 +278,4 @@ func (s *Sim) removeLB(lb *lbObj) {
 		s.state.deletePort(p.ID)
 	}
 	o.lbs.del(lb.ID)
-}
-
-// createVIP makes the LB's VIP port in Neutron.
-func (st *state) createVIP(lb *lbObj, addr string) error {
-	var nw *network
-	var want []fixedIP
-	switch {
-	case lb.VIPPortID != "":
-		p, ok := st.ports.get(lb.VIPPortID)
-		if !ok {
-			return ErrNotFound
-		}
-		lb.VIPNetworkID = p.NetworkID
-		if len(p.FixedIPs) > 0 {
-			lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
-		}
-		return nil
-	case lb.VIPSubnetID != "":
-		sn, ok := st.subnets.get(lb.VIPSubnetID)
-		if !ok {
-			return ErrNotFound
-		}
-		nw = st.networks.byID[sn.NetworkID]
-		want = []fixedIP{{SubnetID: sn.ID, IP: addr}}
-	case lb.VIPNetworkID != "":
-		n, ok := st.networks.get(lb.VIPNetworkID)
-		if !ok {
-			return ErrNotFound
-		}
-		nw = n
-		if addr != "" {
-			want = []fixedIP{{IP: addr}}
-		} else if sn := st.subnetFor(nw, netip.Addr{}); sn != nil {
-			want = []fixedIP{{SubnetID: sn.ID}}
-		}
-	default:
-		return ErrInvalid
-	}
-	p, err := st.createPort(portSpec{Name: "octavia-lb-" + lb.ID, NetworkID: nw.ID, ProjectID: lb.ProjectID,
-		DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia", FixedIPs: want})
-	if err != nil {
-		return err
-	}
-	lb.VIPPortID, lb.VIPNetworkID = p.ID, nw.ID
-	if len(p.FixedIPs) > 0 {
-		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
-	}
-	return nil
 }

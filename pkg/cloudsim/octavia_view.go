@@ -55,7 +55,7 @@ func (s *Sim) lbView(lb *lbObj) map[string]any {
 	v["vip_address"], v["vip_port_id"], v["vip_subnet_id"], v["vip_network_id"] = lb.VIPAddress, lb.VIPPortID, lb.VIPSubnetID, lb.VIPNetworkID
 	v["vip_qos_policy_id"], v["vip_vnic_type"], v["vip_sg_ids"] = nil, "normal", nil
 	v["provider"], v["flavor_id"], v["availability_zone"] = lb.Provider, nullIfEmpty(lb.FlavorID), nullIfEmpty(lb.AZ)
-	v["additional_vips"] = []any{}
+	v["additional_vips"] = additionalVIPsView(lb.AdditionalVIPs)
 	return v
 }
 
