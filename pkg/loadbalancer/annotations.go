@@ -73,7 +73,12 @@ type options struct {
 	allowedCIDRs      []string
 	loadBalancerIP    string
 	l7                l7Options // tls.go
-	ipv6              bool      // the Service's first IP family (dualstack.go)
+	// IP families (dualstack.go): the first is IPv6; two families; the
+	// policy is RequireDualStack; the Service may have a floating IP
+	// (internal before an IPv6 first family forced it); the additional
+	// VIP's subnet of a new dual-stack load balancer.
+	ipv6, dualStack, requireDualStack, publicWanted bool
+	additionalSubnetID                              string
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}

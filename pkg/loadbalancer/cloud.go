@@ -66,6 +66,7 @@ type LoadBalancer struct {
 	VIPNetworkID       string
 	FlavorID           string
 	AvailabilityZone   string
+	AdditionalVIPs     []VIP // Octavia's additional_vips
 	Tags               []string
 	CreatedAt          time.Time
 }
@@ -127,7 +128,17 @@ type Spec struct {
 	FlavorID     string
 	Zone         string
 	Provider     string
-	Listeners    []ListenerSpec
+	// AdditionalVIPs are the further VIPs of a dual-stack load balancer,
+	// created with it (dualstack.go).
+	AdditionalVIPs []VIP
+	Listeners      []ListenerSpec
+}
+
+// VIP is an additional VIP: an address (chosen by Octavia when empty) on
+// another subnet of the primary VIP's network.
+type VIP struct {
+	SubnetID string
+	Address  string
 }
 
 // ListenerSpec is one Service port's listener and its default pool.

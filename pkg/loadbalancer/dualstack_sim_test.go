@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -144,14 +145,92 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
-	t.Run("a PreferDualStack Service gets the load balancer of its first family, as upstream", func(t *testing.T) {
+	t.Run("a PreferDualStack Service gets one load balancer with an IPv4 VIP behind a floating IP and an IPv6 additional VIP, members of both families", func(t *testing.T) {
+		env.sim.ResetCalls()
 		st, _ := ensure(t, env.m, svc("dual", corev1.IPFamilyPolicyPreferDualStack, corev1.IPv4Protocol, corev1.IPv6Protocol), nodes)
 		lb, ms := read(t, "kube_service_lab_shop_dual")
-		if isV6(lb.VipAddress) || len(st.Ingress) != 1 || !strings.HasPrefix(st.Ingress[0].IP, "203.0.113.") {
-			t.Errorf("VIP %s, ingress %+v: want an IPv4 VIP behind a floating IP", lb.VipAddress, st.Ingress)
+		if isV6(lb.VipAddress) || len(lb.AdditionalVips) != 1 || !isV6(lb.AdditionalVips[0].IPAddress) {
+			t.Fatalf("VIP %s, additional VIPs %+v: want an IPv4 VIP and one IPv6 additional VIP", lb.VipAddress, lb.AdditionalVips)
+		}
+		if len(st.Ingress) != 2 || !strings.HasPrefix(st.Ingress[0].IP, "203.0.113.") || st.Ingress[1].IP != lb.AdditionalVips[0].IPAddress {
+			t.Errorf("ingress %+v: want the floating IP, then the IPv6 VIP %s", st.Ingress, lb.AdditionalVips[0].IPAddress)
+		}
+		v4, v6 := 0, 0
+		for _, m := range ms {
+			if isV6(m) {
+				v6++
+			} else {
+				v4++
+			}
+		}
+		if v4 != 2 || v6 != 2 {
+			t.Errorf("members %v, want both addresses of both nodes", ms)
+		}
+		if n := env.sim.Calls()["load-balancer.loadbalancers.create"]; n != 1 {
+			t.Errorf("%d load balancer creates, want the one call", n)
+		}
+	})
+
+	t.Run("a RequireDualStack IPv6-first Service lists its IPv6 VIP first and the floating IP of its IPv4 VIP second", func(t *testing.T) {
+		st, _ := ensure(t, env.m, svc("v6first", corev1.IPFamilyPolicyRequireDualStack, corev1.IPv6Protocol, corev1.IPv4Protocol), nodes)
+		lb, _ := read(t, "kube_service_lab_shop_v6first")
+		if !isV6(lb.VipAddress) || len(lb.AdditionalVips) != 1 || isV6(lb.AdditionalVips[0].IPAddress) {
+			t.Fatalf("VIP %s, additional VIPs %+v: want an IPv6 VIP and an IPv4 additional VIP", lb.VipAddress, lb.AdditionalVips)
+		}
+		if len(st.Ingress) != 2 || st.Ingress[0].IP != lb.VipAddress || !strings.HasPrefix(st.Ingress[1].IP, "203.0.113.") {
+			t.Errorf("ingress %+v: want the IPv6 VIP, then a floating IP", st.Ingress)
+		}
+	})
+
+	t.Run("a single-stack Service turned RequireDualStack is refused, naming what to do, with nothing changed", func(t *testing.T) {
+		s := svc("grow", corev1.IPFamilyPolicySingleStack, corev1.IPv4Protocol)
+		before, _ := ensure(t, env.m, s, nodes)
+		lb, _ := read(t, "kube_service_lab_shop_grow")
+		policy := corev1.IPFamilyPolicyRequireDualStack
+		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &policy, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		env.sim.ResetCalls()
+		_, err := env.m.Ensure(context.Background(), "lab", s, nodes)
+		if !errors.Is(err, loadbalancer.ErrImmutable) || !strings.Contains(err.Error(), "IPv6") || !strings.Contains(err.Error(), loadbalancer.AnnotationKeepFloatingIP) {
+			t.Fatalf("Ensure: %v, want ErrImmutable naming the missing IPv6 VIP and %s", err, loadbalancer.AnnotationKeepFloatingIP)
+		}
+		for call, n := range env.sim.Calls() {
+			if !strings.Contains(call, ".list") && !strings.Contains(call, ".get") && !strings.Contains(call, "tokens") {
+				t.Errorf("%d %s calls after the refusal, want reads only", n, call)
+			}
+		}
+		after, _ := read(t, "kube_service_lab_shop_grow")
+		if after.ID != lb.ID || len(after.AdditionalVips) != 0 || len(before.Ingress) != 1 {
+			t.Errorf("load balancer %s -> %s, additional VIPs %+v", lb.ID, after.ID, after.AdditionalVips)
+		}
+		t.Run("as PreferDualStack it keeps serving IPv4 only", func(t *testing.T) {
+			prefer := corev1.IPFamilyPolicyPreferDualStack
+			s.Spec.IPFamilyPolicy = &prefer
+			st, _ := ensure(t, env.m, s, nodes)
+			_, ms := read(t, "kube_service_lab_shop_grow")
+			if len(st.Ingress) != 1 || st.Ingress[0].IP != before.Ingress[0].IP {
+				t.Errorf("ingress %+v, want the floating IP %s only", st.Ingress, before.Ingress[0].IP)
+			}
+			for _, m := range ms {
+				if isV6(m) {
+					t.Errorf("member %s: no IPv6 members without an IPv6 VIP", m)
+				}
+			}
+		})
+	})
+
+	t.Run("a dual-stack Service turned single-stack keeps its load balancer and reports and balances IPv4 only", func(t *testing.T) {
+		s := svc("shrink", corev1.IPFamilyPolicyRequireDualStack, corev1.IPv4Protocol, corev1.IPv6Protocol)
+		ensure(t, env.m, s, nodes)
+		lb, _ := read(t, "kube_service_lab_shop_shrink")
+		single := corev1.IPFamilyPolicySingleStack
+		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv4Protocol}
+		st, _ := ensure(t, env.m, s, nodes)
+		after, ms := read(t, "kube_service_lab_shop_shrink")
+		if after.ID != lb.ID || len(st.Ingress) != 1 || isV6(st.Ingress[0].IP) {
+			t.Errorf("load balancer %s -> %s, ingress %+v: want the same load balancer and its floating IP only", lb.ID, after.ID, st.Ingress)
 		}
 		if len(ms) != 2 || isV6(ms[0]) || isV6(ms[1]) {
-			t.Errorf("members %v, want the two nodes' IPv4 addresses", ms)
+			t.Errorf("members %v, want the two IPv4 addresses", ms)
 		}
 	})
 }

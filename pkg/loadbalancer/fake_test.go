@@ -134,6 +134,9 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 	l := &fakeLB{lb: LoadBalancer{ID: id, Name: spec.Name, ProvisioningStatus: "PENDING_CREATE", VIPAddress: "10.0.0.100",
 		VIPPortID: "port-" + id, VIPSubnetID: spec.VIPSubnetID, VIPNetworkID: spec.VIPNetworkID, FlavorID: spec.FlavorID,
 		AvailabilityZone: spec.Zone, Tags: spec.Tags}, tree: Tree{Pools: map[string]*Pool{}}}
+	for i, v := range spec.AdditionalVIPs {
+		l.lb.AdditionalVIPs = append(l.lb.AdditionalVIPs, VIP{SubnetID: v.SubnetID, Address: fmt.Sprintf("fd00::%d", 100+i)})
+	}
 	for _, ls := range spec.Listeners {
 		f.addListener(l, ls)
 	}

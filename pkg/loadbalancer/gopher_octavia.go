@@ -60,7 +60,15 @@ func (g *gopherOctavia) FindLoadBalancers(ctx context.Context, name, tag string)
 func fromGopherLB(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
-		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt}
+		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: fromGopherVIPs(lb.AdditionalVips)}
+}
+
+func fromGopherVIPs(vips []loadbalancers.AdditionalVip) []VIP {
+	var out []VIP
+	for _, v := range vips {
+		out = append(out, VIP{SubnetID: v.SubnetID, Address: v.IPAddress})
+	}
+	return out
 }
 
 func (g *gopherOctavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*LoadBalancer, error) {
@@ -68,6 +76,9 @@ func (g *gopherOctavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*Loa
 		Name: spec.Name, Description: spec.Description, Tags: spec.Tags,
 		VipNetworkID: spec.VIPNetworkID, VipSubnetID: spec.VIPSubnetID, VipAddress: spec.VIPAddress,
 		FlavorID: spec.FlavorID, AvailabilityZone: spec.Zone, Provider: spec.Provider,
+	}
+	for _, v := range spec.AdditionalVIPs {
+		opts.AdditionalVips = append(opts.AdditionalVips, loadbalancers.AdditionalVip{SubnetID: v.SubnetID, IPAddress: v.Address})
 	}
 	for _, l := range spec.Listeners {
 		lo := listenerCreateOpts(l)

@@ -105,7 +105,7 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	return status(lb, fips), true, nil
+	return status(lb, fips, serviceFamilies(svc)), true, nil
 }
 
 // Ensure creates or updates the Service's load balancer. Each call makes
@@ -166,7 +166,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
 	}
-	return status(lb, fips), nil
+	return status(lb, fips, serviceFamilies(svc)), nil
 }
 
 // Update brings the members up to date with nodes. It is Ensure's tree
@@ -321,13 +321,17 @@ func checkImmutable(lb *LoadBalancer, spec Spec) error {
 	return errors.Join(errs...)
 }
 
-// status is the Service's ingress: the floating IP, or the VIP without one.
-func status(lb *LoadBalancer, fips []FloatingIP) *corev1.LoadBalancerStatus {
+// status is the Service's ingress: the floating IP, or the VIP without one;
+// of each family for a dual-stack Service (families, dualstack.go).
+func status(lb *LoadBalancer, fips []FloatingIP, families []corev1.IPFamily) *corev1.LoadBalancerStatus {
 	ips := []string{}
 	for _, f := range fips {
 		ips = append(ips, f.Address)
 	}
 	slices.Sort(ips)
+	if dual := dualStackStatus(lb, fips, families, ips); len(dual) > 0 {
+		ips = dual
+	}
 	if len(ips) == 0 {
 		ips = append(ips, lb.VIPAddress)
 	}
