@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
@@ -114,6 +117,45 @@ func TestDualStackService(t *testing.T) {
 		if err != nil {
 			got, _ := poolAddresses(ctx, l.api, lb.ID)
 			t.Errorf("members %v, want both addresses of both nodes %v", got, want)
+		}
+	})
+
+	t.Run("a single-stack Service turned RequireDualStack keeps its load balancer and gets an Event saying to recreate it", func(t *testing.T) {
+		svc := lbService("ds", "grow")
+		single := corev1.IPFamilyPolicySingleStack
+		svc.Spec.IPFamilyPolicy = &single
+		if _, err := cp.Admin.CoreV1().Services("ds").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		before := waitIngress(ctx, t, cp, "ds", "grow", 90*time.Second)
+		st, err := l.api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbBefore := st.LBs["kube_service_lab_ds_grow"].ID
+		patch := []byte(`{"spec":{"ipFamilyPolicy":"RequireDualStack","ipFamilies":["IPv4","IPv6"]}}`)
+		if _, err := cp.Admin.CoreV1().Services("ds").Patch(ctx, "grow", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var evs string
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			evs = events(ctx, cp, "ds", "grow")
+			return strings.Contains(evs, "RequireDualStack") && strings.Contains(evs, "keep-floatingip"), nil
+		})
+		if err != nil {
+			t.Fatalf("no Event naming RequireDualStack and keep-floatingip: %v; events: %s", err, evs)
+		}
+		after, err := cp.Admin.CoreV1().Services("ds").Get(ctx, "grow", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err = l.api.state(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.LBs["kube_service_lab_ds_grow"].ID != lbBefore || !equality.Semantic.DeepEqual(after.Status.LoadBalancer.Ingress, before.Status.LoadBalancer.Ingress) {
+			t.Errorf("load balancer %s -> %s, ingress %+v -> %+v: want both unchanged", lbBefore, st.LBs["kube_service_lab_ds_grow"].ID,
+				before.Status.LoadBalancer.Ingress, after.Status.LoadBalancer.Ingress)
 		}
 	})
 }
