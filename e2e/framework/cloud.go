@@ -34,6 +34,8 @@ type CloudOptions struct {
 	TokenTTL     time.Duration
 	OctaviaDelay time.Duration
 	Latency      time.Duration
+	// DualStack adds an IPv6 subnet (NodeNetworkV6) to the lab network.
+	DualStack bool
 }
 
 // ApproverUser is the lab's read-only cloud user, for the approver.
@@ -81,8 +83,16 @@ func NewCloud(opts CloudOptions) (*Cloud, func(), error) {
 	if err := AddAddress(CloudIP); err != nil {
 		return nil, nil, err
 	}
+	seed := LabSeed()
+	if opts.DualStack {
+		for i := range seed.Networks {
+			if seed.Networks[i].Name == LabNetwork {
+				seed.Networks[i].Subnets = append(seed.Networks[i].Subnets, cloudsim.SeedSubnet{Name: "lab-v6", CIDR: NodeNetworkV6.String()})
+			}
+		}
+	}
 	sim, err := cloudsim.New(cloudsim.Options{
-		Seed:         LabSeed(),
+		Seed:         seed,
 		TokenTTL:     opts.TokenTTL,
 		OctaviaDelay: opts.OctaviaDelay,
 		Latency:      opts.Latency,
@@ -148,6 +158,20 @@ func (c *Cloud) CreateServer(t testing.TB, name string, i int, flavor, az string
 	srv, err := c.Sim.CreateServer(cloudsim.ServerSpec{
 		Name: name, Flavor: flavor, AZ: az,
 		NICs: []cloudsim.NICSpec{{Network: LabNetwork, FixedIP: NodeIP(i)}},
+	})
+	if err != nil {
+		t.Fatalf("create server %s: %v", name, err)
+	}
+	return srv
+}
+
+// CreateDualStackServer is CreateServer with the i-th node's IPv6 address
+// too (a CloudOptions.DualStack cloud).
+func (c *Cloud) CreateDualStackServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
+	t.Helper()
+	srv, err := c.Sim.CreateServer(cloudsim.ServerSpec{
+		Name: name, Flavor: flavor, AZ: az,
+		NICs: []cloudsim.NICSpec{{Network: LabNetwork, FixedIP: NodeIP(i), FixedIPv6: NodeIPv6(i)}},
 	})
 	if err != nil {
 		t.Fatalf("create server %s: %v", name, err)

@@ -105,6 +105,10 @@ type ControlPlaneOptions struct {
 	// files, so it skips that signer: stackward-approver --sign-with-ca-dir
 	// issues the certificates.
 	ApproverSigns bool
+	// DualStack gives the cluster IPv4 and IPv6 Service and Pod ranges
+	// (kube-apiserver and kube-controller-manager through kubeadm's
+	// networking), so Services may be PreferDualStack or RequireDualStack.
+	DualStack bool
 }
 
 // StartControlPlaneWith is StartControlPlane with options.
@@ -184,6 +188,10 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 			net := mapAt(obj, "networking")
 			net["serviceSubnet"] = LabServiceCIDR
 			net["podSubnet"] = "198.19.128.0/17"
+			if opts.DualStack {
+				net["serviceSubnet"] = LabServiceCIDR + "," + LabServiceCIDRv6
+				net["podSubnet"] = "198.19.128.0/17,fd00:198:20::/56"
+			}
 			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
 			// So the apiserver can be forwarded to the host's loopback.
 			mapAt(obj, "apiServer")["certSANs"] = []any{"127.0.0.1", "localhost"}
@@ -213,6 +221,10 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 // LabServiceCIDR is the lab cluster's Service CIDR; its first address is
 // the kubernetes Service's ClusterIP.
 const LabServiceCIDR = "198.19.0.0/17"
+
+// LabServiceCIDRv6 is the IPv6 Service CIDR of a dual-stack lab
+// (ControlPlaneOptions.DualStack).
+const LabServiceCIDRv6 = "fd00:198:19::/112"
 
 func mapAt(obj map[string]any, key string) map[string]any {
 	m, ok := obj[key].(map[string]any)

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -110,7 +111,11 @@ func AddAddress(ip string) error {
 	if !InLab() {
 		return fmt.Errorf("refusing to add %s outside the lab's network namespace", ip)
 	}
-	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil {
+	prefix := "/32"
+	if strings.Contains(ip, ":") {
+		prefix = "/128"
+	}
+	if out, err := exec.Command("ip", "addr", "add", ip+prefix, "dev", "lo").CombinedOutput(); err != nil {
 		return fmt.Errorf("ip addr add %s: %v: %s", ip, err, out)
 	}
 	addresses[ip] = true
@@ -119,6 +124,18 @@ func AddAddress(ip string) error {
 
 // NodeIP returns the lab address of the i-th node (i >= 1): 198.18.0.i+9,
 // wrapping into the next /24s.
+// NodeNetworkV6 is the lab network's IPv6 subnet when the cloud is dual-stack
+// (CloudOptions.DualStack).
+var NodeNetworkV6 = netip.MustParsePrefix("fd00:198:18::/64")
+
+// NodeIPv6 is the i-th node's IPv6 address on NodeNetworkV6.
+func NodeIPv6(i int) string {
+	a := NodeNetworkV6.Addr().As16()
+	n := i + 9
+	a[14], a[15] = byte(n>>8), byte(n)
+	return netip.AddrFrom16(a).String()
+}
+
 func NodeIP(i int) string {
 	a := NodeNetwork.Addr().As4()
 	n := i + 9

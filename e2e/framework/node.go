@@ -22,6 +22,9 @@ type NodeOptions struct {
 	// IP is the node's address in the lab (see NodeIP); it is put on the
 	// lab's loopback and the kubelet reports it (--node-ip) and serves on it.
 	IP string
+	// IPv6 is the node's second address for a dual-stack node (see
+	// NodeIPv6): put on the loopback and reported with IP (--node-ip v4,v6).
+	IPv6 string
 	// ProviderID is optional, as with a real kubelet.
 	ProviderID string
 	// Port is the kubelet's TLS port (default 10250).
@@ -63,8 +66,17 @@ func (cp *ControlPlane) LaunchNode(opts NodeOptions) (*Node, error) {
 	if opts.Port == 0 {
 		opts.Port = 10250
 	}
-	if err := AddAddress(opts.IP); err != nil {
-		return nil, err
+	nodeIP := opts.IP
+	for _, ip := range []string{opts.IP, opts.IPv6} {
+		if ip == "" {
+			continue
+		}
+		if err := AddAddress(ip); err != nil {
+			return nil, err
+		}
+	}
+	if opts.IPv6 != "" {
+		nodeIP += "," + opts.IPv6
 	}
 	// Short: the kubelet puts unix sockets under its root dir (108-byte limit).
 	dir, err := os.MkdirTemp("", "hk")
@@ -77,7 +89,7 @@ func (cp *ControlPlane) LaunchNode(opts NodeOptions) (*Node, error) {
 	}
 	args := []string{
 		"--name", opts.Name,
-		"--node-ip", opts.IP,
+		"--node-ip", nodeIP,
 		"--port", strconv.Itoa(opts.Port),
 		"--cloud-provider", "external",
 		"--bootstrap-kubeconfig", bootstrap,

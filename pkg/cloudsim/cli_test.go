@@ -72,7 +72,7 @@ func TestOpenStackCLIAgainstTheSimulator(t *testing.T) {
 			read(func() { wantEq(t, field(out, "project_id"), st.projectRef("demo").ID) })
 		}},
 		{name: "catalog list names every service", args: static("catalog", "list"), check: func(t *testing.T, out any) {
-			wantEq(t, strings.Join(column(out, "Type"), ","), "identity,compute,network,load-balancer,image")
+			wantEq(t, strings.Join(column(out, "Type"), ","), "identity,compute,network,load-balancer,image,key-manager")
 		}},
 		{name: "server list", args: static("server", "list"), check: func(t *testing.T, out any) {
 			wantEq(t, strings.Join(column(out, "Name"), ","), "web-1")

@@ -82,6 +82,8 @@ func serviceError(w http.ResponseWriter, service string, code int, typ, msg stri
 		glanceError(w, code, msg)
 	case ServiceLoadBalancer:
 		octaviaError(w, code, "%s", msg)
+	case ServiceKeyManager:
+		barbicanError(w, code, msg)
 	default:
 		keystoneError(w, code, "%s", msg)
 	}

@@ -281,6 +281,7 @@ func (s *Sim) catalog(base string) []any {
 		{ServiceNetwork, "neutron", networkPrefix},
 		{ServiceLoadBalancer, "octavia", lbPrefix},
 		{ServiceImage, "glance", imagePrefix},
+		{ServiceKeyManager, "barbican", keyManagerPrefix},
 	}
 	var out []any
 	for i, c := range svc {

@@ -46,19 +46,22 @@ func writeOctErr(w http.ResponseWriter, err error) { writeErr(w, ServiceLoadBala
 
 type lbReq struct {
 	LB struct {
-		Name         *string       `json:"name"`
-		Description  *string       `json:"description"`
-		VIPSubnetID  string        `json:"vip_subnet_id"`
-		VIPNetworkID string        `json:"vip_network_id"`
-		VIPPortID    string        `json:"vip_port_id"`
-		VIPAddress   string        `json:"vip_address"`
-		Provider     string        `json:"provider"`
-		FlavorID     string        `json:"flavor_id"`
-		AZ           string        `json:"availability_zone"`
-		AdminStateUp *flexBool     `json:"admin_state_up"`
-		Tags         []string      `json:"tags"`
-		Listeners    []listenerReq `json:"listeners"`
-		Pools        []poolReq     `json:"pools"`
+		Name         *string   `json:"name"`
+		Description  *string   `json:"description"`
+		VIPSubnetID  string    `json:"vip_subnet_id"`
+		VIPNetworkID string    `json:"vip_network_id"`
+		VIPPortID    string    `json:"vip_port_id"`
+		VIPAddress   string    `json:"vip_address"`
+		Provider     string    `json:"provider"`
+		FlavorID     string    `json:"flavor_id"`
+		AZ           string    `json:"availability_zone"`
+		AdminStateUp *flexBool `json:"admin_state_up"`
+		Tags         []string  `json:"tags"`
+		// AdditionalVIPs (API 2.26) are further addresses of the VIP
+		// port, one per subnet of the primary VIP's network.
+		AdditionalVIPs []additionalVIP `json:"additional_vips"`
+		Listeners      []listenerReq   `json:"listeners"`
+		Pools          []poolReq       `json:"pools"`
 	} `json:"loadbalancer"`
 }
 
@@ -125,10 +128,14 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 		VIPSubnetID: b.VIPSubnetID, VIPNetworkID: b.VIPNetworkID, VIPPortID: b.VIPPortID, Provider: provider,
 		FlavorID: b.FlavorID, AZ: b.AZ}
 	lb.LBID = lb.ID
-	if err := st.createVIP(lb, b.VIPAddress); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := st.createVIP(lb, b.VIPAddress, b.AdditionalVIPs); err != nil {
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae):
+			writeOctErr(w, err)
+		case errors.Is(err, ErrNotFound):
 			octaviaError(w, http.StatusBadRequest, "Validation failure: VIP subnet, network or port not found.")
-		} else {
+		default:
 			octaviaError(w, statusFor(err), "Validation failure: %v", err)
 		}
 		return

@@ -22,6 +22,7 @@ type listenerReq struct {
 	Tags           []string          `json:"tags"`
 	AllowedCIDRs   []string          `json:"allowed_cidrs"`
 	InsertHeaders  map[string]string `json:"insert_headers"`
+	TLSRef         *string           `json:"default_tls_container_ref"`
 	TimeoutClient  *int              `json:"timeout_client_data"`
 	TimeoutConnect *int              `json:"timeout_member_connect"`
 	TimeoutMember  *int              `json:"timeout_member_data"`
@@ -100,10 +101,13 @@ func (s *Sim) newListener(lb *lbObj, b listenerReq) (*listenerObj, error) {
 			return nil, octFail(http.StatusConflict, "Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", l.Protocol, l.Port)
 		}
 	}
+	if err := s.state.checkListenerTLS(lb.ProjectID, b.Protocol, str(b.TLSRef), b.InsertHeaders); err != nil {
+		return nil, err
+	}
 	l := &listenerObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		Protocol: b.Protocol, Port: b.ProtocolPort, ConnLimit: intOr(b.ConnLimit, -1), AllowedCIDRs: b.AllowedCIDRs,
-		InsertHeaders: b.InsertHeaders,
-		Timeouts:      [4]int{intOr(b.TimeoutClient, 50000), intOr(b.TimeoutConnect, 5000), intOr(b.TimeoutMember, 50000), intOr(b.TimeoutTCP, 0)}}
+		InsertHeaders: b.InsertHeaders, TLSRef: str(b.TLSRef),
+		Timeouts: [4]int{intOr(b.TimeoutClient, 50000), intOr(b.TimeoutConnect, 5000), intOr(b.TimeoutMember, 50000), intOr(b.TimeoutTCP, 0)}}
 	if b.DefaultPoolID != nil && *b.DefaultPoolID != "" {
 		p, ok := o.pools.get(*b.DefaultPoolID)
 		if !ok || p.LBID != lb.ID {
@@ -145,6 +149,9 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 		}
 		if l.DefaultPoolID != "" && b.ListenerID != "" {
 			return nil, octFail(http.StatusConflict, "Listener %s is already using a default pool.", listenerID)
+		}
+		if err := checkPoolProtocol(l.Protocol, b.Protocol); err != nil {
+			return nil, err
 		}
 	}
 	p := &poolObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),

@@ -1,7 +1,6 @@
 package cloudsim
 
 import (
-	"net/netip"
 	"strings"
 	"time"
 )
@@ -46,7 +45,8 @@ type lbObj struct {
 	Provider, FlavorID, AZ                           string
 	// ownPort: Octavia made the VIP port (and deletes it with the load
 	// balancer); a vip_port_id the user gave stays theirs.
-	ownPort bool
+	ownPort        bool
+	AdditionalVIPs []additionalVIP
 }
 
 type listenerObj struct {
@@ -55,6 +55,7 @@ type listenerObj struct {
 	Port, ConnLimit         int
 	AllowedCIDRs            []string
 	InsertHeaders           map[string]string
+	TLSRef                  string // default_tls_container_ref
 	Timeouts                [4]int // client data, member connect, member data, tcp inspect
 }
 
@@ -280,52 +281,4 @@ func (s *Sim) removeLB(lb *lbObj) {
 		s.state.deletePort(p.ID)
 	}
 	o.lbs.del(lb.ID)
-}
-
-// createVIP makes the LB's VIP port in Neutron.
-func (st *state) createVIP(lb *lbObj, addr string) error {
-	var nw *network
-	var want []fixedIP
-	switch {
-	case lb.VIPPortID != "":
-		p, ok := st.ports.get(lb.VIPPortID)
-		if !ok {
-			return ErrNotFound
-		}
-		lb.VIPNetworkID = p.NetworkID
-		if len(p.FixedIPs) > 0 {
-			lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
-		}
-		return nil
-	case lb.VIPSubnetID != "":
-		sn, ok := st.subnets.get(lb.VIPSubnetID)
-		if !ok {
-			return ErrNotFound
-		}
-		nw = st.networks.byID[sn.NetworkID]
-		want = []fixedIP{{SubnetID: sn.ID, IP: addr}}
-	case lb.VIPNetworkID != "":
-		n, ok := st.networks.get(lb.VIPNetworkID)
-		if !ok {
-			return ErrNotFound
-		}
-		nw = n
-		if addr != "" {
-			want = []fixedIP{{IP: addr}}
-		} else if sn := st.subnetFor(nw, netip.Addr{}); sn != nil {
-			want = []fixedIP{{SubnetID: sn.ID}}
-		}
-	default:
-		return ErrInvalid
-	}
-	p, err := st.createPort(portSpec{Name: "octavia-lb-" + lb.ID, NetworkID: nw.ID, ProjectID: lb.ProjectID,
-		DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia", FixedIPs: want})
-	if err != nil {
-		return err
-	}
-	lb.VIPPortID, lb.VIPNetworkID, lb.ownPort = p.ID, nw.ID, true
-	if len(p.FixedIPs) > 0 {
-		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
-	}
-	return nil
 }

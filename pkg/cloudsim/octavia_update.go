@@ -64,9 +64,15 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 		if b.AllowedCIDRs != nil {
 			l.AllowedCIDRs = b.AllowedCIDRs
 		}
+		ref, headers := l.TLSRef, l.InsertHeaders
+		setIf(&ref, b.TLSRef)
 		if b.InsertHeaders != nil {
-			l.InsertHeaders = b.InsertHeaders
+			headers = b.InsertHeaders
 		}
+		if err := s.state.checkListenerTLS(l.ProjectID, l.Protocol, ref, headers); err != nil {
+			return err
+		}
+		l.TLSRef, l.InsertHeaders = ref, headers
 		if b.Tags != nil {
 			l.Tags = b.Tags
 		}

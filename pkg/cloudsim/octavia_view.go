@@ -55,7 +55,7 @@ func (s *Sim) lbView(lb *lbObj) map[string]any {
 	v["vip_address"], v["vip_port_id"], v["vip_subnet_id"], v["vip_network_id"] = lb.VIPAddress, lb.VIPPortID, lb.VIPSubnetID, lb.VIPNetworkID
 	v["vip_qos_policy_id"], v["vip_vnic_type"], v["vip_sg_ids"] = nil, "normal", nil
 	v["provider"], v["flavor_id"], v["availability_zone"] = lb.Provider, nullIfEmpty(lb.FlavorID), nullIfEmpty(lb.AZ)
-	v["additional_vips"] = []any{}
+	v["additional_vips"] = additionalVIPsView(lb.AdditionalVIPs)
 	return v
 }
 
@@ -65,7 +65,7 @@ func (s *Sim) listenerView(l *listenerObj) map[string]any {
 	v["default_pool_id"] = nullIfEmpty(l.DefaultPoolID)
 	v["loadbalancers"] = idRefs([]string{l.LBID})
 	v["l7policies"] = []any{}
-	v["default_tls_container_ref"], v["sni_container_refs"] = nil, []string{}
+	v["default_tls_container_ref"], v["sni_container_refs"] = nullIfEmpty(l.TLSRef), []string{}
 	ih := map[string]string{}
 	for k, x := range l.InsertHeaders {
 		ih[k] = x

@@ -79,9 +79,10 @@ func canWrite(r *http.Request, owner string) bool {
 
 // serviceRoles are the roles that let a token read, and write, a service.
 var serviceRoles = map[string]struct{ read, write []string }{
-	ServiceCompute: {read: []string{RoleReader}, write: []string{RoleMember}},
-	ServiceNetwork: {read: []string{RoleReader}, write: []string{RoleMember}},
-	ServiceImage:   {read: []string{RoleReader}, write: []string{RoleMember}},
+	ServiceCompute:    {read: []string{RoleReader}, write: []string{RoleMember}},
+	ServiceNetwork:    {read: []string{RoleReader}, write: []string{RoleMember}},
+	ServiceImage:      {read: []string{RoleReader}, write: []string{RoleMember}},
+	ServiceKeyManager: {read: []string{RoleReader}, write: []string{RoleMember}},
 	ServiceLoadBalancer: {
 		read:  []string{RoleReader, RoleLBObserver, RoleLBMember},
 		write: []string{RoleMember, RoleLBMember},

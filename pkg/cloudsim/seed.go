@@ -138,8 +138,11 @@ type ServerSpec struct {
 // NICSpec is one port of a server. FloatingNetwork (an external network)
 // gives the port a floating IP, FloatingIP picks its address.
 type NICSpec struct {
-	Network         string `yaml:"network" json:"network"`
-	FixedIP         string `yaml:"fixedIP" json:"fixedIP,omitempty"`
+	Network string `yaml:"network" json:"network"`
+	FixedIP string `yaml:"fixedIP" json:"fixedIP,omitempty"`
+	// FixedIPv6 is a second fixed IP of the port, on the network's IPv6
+	// subnet (a dual-stack server with both addresses chosen).
+	FixedIPv6       string `yaml:"fixedIPv6" json:"fixedIPv6,omitempty"`
 	FloatingNetwork string `yaml:"floatingNetwork" json:"floatingNetwork,omitempty"`
 	FloatingIP      string `yaml:"floatingIP" json:"floatingIP,omitempty"`
 }

@@ -105,6 +105,9 @@ func (st *state) addNIC(sv *server, nic NICSpec) error {
 	if nic.FixedIP != "" {
 		ps.FixedIPs = []fixedIP{{IP: nic.FixedIP}}
 	}
+	if nic.FixedIPv6 != "" {
+		ps.FixedIPs = append(ps.FixedIPs, fixedIP{IP: nic.FixedIPv6})
+	}
 	p, err := st.createPort(ps)
 	if err != nil {
 		return err

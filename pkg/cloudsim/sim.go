@@ -24,6 +24,7 @@ const (
 	ServiceLoadBalancer = "load-balancer"
 	ServiceMetadata     = "metadata"
 	ServiceImage        = "image"
+	ServiceKeyManager   = "key-manager"
 )
 
 // URL path prefixes of the services on the simulator's listener. Keystone is
@@ -211,6 +212,7 @@ func (s *Sim) buildMux() http.Handler {
 	s.routesNetwork(mux)
 	s.routesLoadBalancer(mux)
 	s.routesImage(mux)
+	s.routesKeyManager(mux)
 	s.routesMetadata(mux)
 	s.routesAdmin(mux)
 	if s.promReg != nil {

@@ -205,6 +205,7 @@ type state struct {
 	secRules   *coll[secRule]
 
 	lb      *octaviaState
+	kms     *barbicanState // Barbican
 	lbQuota int
 
 	macSeq uint32
@@ -237,6 +238,7 @@ func newState(sd *Seed, region string) (*state, error) {
 		secGroups:  newColl[secGroup](),
 		secRules:   newColl[secRule](),
 		lb:         newOctaviaState(),
+		kms:        newBarbicanState(),
 		lbQuota:    sd.LoadBalancerQuota,
 		azs:        append([]string(nil), sd.AvailabilityZones...),
 	}

@@ -151,7 +151,8 @@ type LoadBalancer struct {
 	FloatingSubnetTags     string        // floating-subnet-tags
 	// Classes are the [LoadBalancerClass "name"] sections, by name
 	// (lbclass.go).
-	Classes map[string]*LBClass
+	Classes        map[string]*LBClass
+	ContainerStore string // container-store: barbican (default) or external
 }
 
 // Route is the [Route] section (Neutron router routes for pod CIDRs).
@@ -175,6 +176,7 @@ func Defaults() *Config {
 			CascadeDelete:         true,
 			MaxSharedLB:           2,
 			IngressHostnameSuffix: "nip.io",
+			ContainerStore:        "barbican",
 		},
 	}
 }

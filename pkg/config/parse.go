@@ -374,6 +374,7 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"ingress-hostname-suffix":   str(&lb.IngressHostnameSuffix),
 			"default-tls-container-ref": str(&lb.DefaultTLSContainerRef),
 			"node-selector":             nodeSelector(&lb.NodeSelector),
+			"container-store":           str(&lb.ContainerStore),
 		},
 		"route": {
 			"router-id": str(&c.Route.RouterID),

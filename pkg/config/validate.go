@@ -117,6 +117,9 @@ func (c *Config) validateLoadBalancer(p *problems) {
 	default:
 		bad("lb-method", "must be ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT, got %q", lb.LBMethod)
 	}
+	if lb.ContainerStore != "barbican" && lb.ContainerStore != "external" {
+		bad("container-store", "must be barbican or external, got %q", lb.ContainerStore)
+	}
 	if lb.LBVersion != "" && lb.LBVersion != "v2" {
 		bad("lb-version", "only v2 is supported, got %q", lb.LBVersion)
 	}

@@ -76,6 +76,13 @@ type options struct {
 	hostname          string            // status ingress hostname (hostname.go)
 	// networks.go: floating subnet by name pattern or tags, the VIP port.
 	floatingSubnet, floatingSubnetTags, portID string
+	l7                                         l7Options // tls.go
+	// IP families (dualstack.go): the first is IPv6; two families; the
+	// policy is RequireDualStack; the Service may have a floating IP
+	// (internal before an IPv6 first family forced it); the additional
+	// VIP's subnet of a new dual-stack load balancer.
+	ipv6, dualStack, requireDualStack, publicWanted bool
+	additionalSubnetID                              string
 }
 
 var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
@@ -160,6 +167,8 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 	if len(svc.Spec.Ports) == 0 {
 		p.errs = append(p.errs, fmt.Errorf("service has no ports"))
 	}
+	parseL7(p, svc, cfg, o)
+	parseFamily(svc, o)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

@@ -73,6 +73,7 @@ type LoadBalancer struct {
 	VIPNetworkID       string
 	FlavorID           string
 	AvailabilityZone   string
+	AdditionalVIPs     []VIP // Octavia's additional_vips
 	Tags               []string
 	CreatedAt          time.Time
 }
@@ -94,6 +95,8 @@ type Listener struct {
 	ConnLimit     int
 	Timeouts      Timeouts
 	Tags          []string
+	TLSRef        string            // default_tls_container_ref
+	InsertHeaders map[string]string // insert_headers
 }
 
 // Pool is an existing pool with its members and health monitor.
@@ -136,10 +139,20 @@ type Spec struct {
 	FlavorID  string
 	Zone      string
 	Provider  string
-	Listeners []ListenerSpec
+	// AdditionalVIPs are the further VIPs of a dual-stack load balancer,
+	// created with it (dualstack.go).
+	AdditionalVIPs []VIP
+	Listeners      []ListenerSpec
 	// Owner is the Service's tag on a shared load balancer and on its
 	// listeners (shared.go).
 	Owner string
+}
+
+// VIP is an additional VIP: an address (chosen by Octavia when empty) on
+// another subnet of the primary VIP's network.
+type VIP struct {
+	SubnetID string
+	Address  string
 }
 
 // ListenerSpec is one Service port's listener and its default pool.
@@ -152,6 +165,10 @@ type ListenerSpec struct {
 	Timeouts     Timeouts
 	Pool         PoolSpec
 	Tags         []string // the owning Service's tag
+	// TLSRef is the Barbican certificate of a TERMINATED_HTTPS listener;
+	// InsertHeaders those an HTTP or TERMINATED_HTTPS one adds (tls.go).
+	TLSRef        string
+	InsertHeaders map[string]string
 }
 
 // Timeouts of a listener in milliseconds; zero leaves Octavia's default.

@@ -139,6 +139,9 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 	if spec.VIPPortID != "" {
 		l.lb.VIPPortID = spec.VIPPortID
 	}
+	for i, v := range spec.AdditionalVIPs {
+		l.lb.AdditionalVIPs = append(l.lb.AdditionalVIPs, VIP{SubnetID: v.SubnetID, Address: fmt.Sprintf("fd00::%d", 100+i)})
+	}
 	for _, ls := range spec.Listeners {
 		f.addListener(l, ls)
 	}
@@ -151,7 +154,7 @@ func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 	lid := f.id("listener")
 	pool := f.addPool(l, ls.Pool)
 	l.tree.Listeners = append(l.tree.Listeners, Listener{ID: lid, Protocol: ls.Protocol, Port: ls.Port, DefaultPoolID: pool,
-		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, Tags: ls.Tags})
+		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, Tags: ls.Tags, TLSRef: ls.TLSRef, InsertHeaders: ls.InsertHeaders})
 }
 
 func (f *fakeOctavia) addPool(l *fakeLB, ps PoolSpec) string {
@@ -209,6 +212,7 @@ func (f *fakeOctavia) UpdateListener(_ context.Context, id string, spec Listener
 		for i := range l.tree.Listeners {
 			if x := &l.tree.Listeners[i]; x.ID == id {
 				x.AllowedCIDRs, x.ConnLimit, x.Timeouts = spec.AllowedCIDRs, spec.ConnLimit, spec.Timeouts
+				x.TLSRef, x.InsertHeaders = spec.TLSRef, spec.InsertHeaders
 			}
 		}
 		return nil

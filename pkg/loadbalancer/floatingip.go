@@ -18,8 +18,11 @@ import (
 //     network, when there is exactly one. Several is an error naming them
 //     (a guess could put the VIP on the wrong network).
 func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
+	if err := m.resolveFamilies(ctx, o, lb, nodes); err != nil {
+		return err
+	}
 	if lb == nil && o.subnetID == "" && o.networkID == "" && o.portID == "" {
-		subnet, err := m.detectNodeSubnet(ctx, nodes)
+		subnet, err := m.vipSubnet(ctx, o, nodes)
 		if err != nil {
 			return err
 		}

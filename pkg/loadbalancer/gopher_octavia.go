@@ -60,7 +60,15 @@ func (g *gopherOctavia) FindLoadBalancers(ctx context.Context, name, tag string)
 func fromGopherLB(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
-		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt}
+		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: fromGopherVIPs(lb.AdditionalVips)}
+}
+
+func fromGopherVIPs(vips []loadbalancers.AdditionalVip) []VIP {
+	var out []VIP
+	for _, v := range vips {
+		out = append(out, VIP{SubnetID: v.SubnetID, Address: v.IPAddress})
+	}
+	return out
 }
 
 func (g *gopherOctavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*LoadBalancer, error) {
@@ -68,6 +76,9 @@ func (g *gopherOctavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*Loa
 		Name: spec.Name, Description: spec.Description, Tags: spec.Tags,
 		VipNetworkID: spec.VIPNetworkID, VipSubnetID: spec.VIPSubnetID, VipAddress: spec.VIPAddress, VipPortID: spec.VIPPortID,
 		FlavorID: spec.FlavorID, AvailabilityZone: spec.Zone, Provider: spec.Provider,
+	}
+	for _, v := range spec.AdditionalVIPs {
+		opts.AdditionalVips = append(opts.AdditionalVips, loadbalancers.AdditionalVip{SubnetID: v.SubnetID, IPAddress: v.Address})
 	}
 	for _, l := range spec.Listeners {
 		lo := listenerCreateOpts(l)
@@ -94,6 +105,7 @@ func listenerCreateOpts(l ListenerSpec) listeners.CreateOpts {
 	lo := listeners.CreateOpts{
 		Name: l.Name, Protocol: listeners.Protocol(l.Protocol), ProtocolPort: l.Port,
 		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool, Tags: l.Tags,
+		DefaultTlsContainerRef: l.TLSRef, InsertHeaders: l.InsertHeaders,
 	}
 	setTimeouts(&lo.TimeoutClientData, &lo.TimeoutMemberConnect, &lo.TimeoutMemberData, &lo.TimeoutTCPInspect, l.Timeouts)
 	return lo
@@ -187,7 +199,8 @@ func (g *gopherOctavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 		tree.Listeners = append(tree.Listeners, Listener{ID: l.ID, Protocol: l.Protocol, Port: l.ProtocolPort,
 			DefaultPoolID: l.DefaultPoolID, AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			Timeouts: Timeouts{ClientData: l.TimeoutClientData, MemberConnect: l.TimeoutMemberConnect,
-				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}, Tags: l.Tags})
+				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}, Tags: l.Tags,
+			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders})
 	}
 	for _, p := range ps {
 		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type}
@@ -236,6 +249,7 @@ func (g *gopherOctavia) UpdateListener(ctx context.Context, id string, spec List
 		cidrs = []string{} // clears a restriction
 	}
 	opts := listeners.UpdateOpts{ConnLimit: &spec.ConnLimit, AllowedCIDRs: &cidrs}
+	opts.DefaultTlsContainerRef, opts.InsertHeaders = l7UpdateFields(spec)
 	setTimeouts(&opts.TimeoutClientData, &opts.TimeoutMemberConnect, &opts.TimeoutMemberData, &opts.TimeoutTCPInspect, spec.Timeouts)
 	return g.do(ctx, "update_listener", func(ctx context.Context) error {
 		return listeners.Update(ctx, g.client, id, opts).Err

@@ -50,7 +50,7 @@ func (p *annotationParser) hostname() string {
 // ingress is the Service's status for a load balancer with these floating
 // IPs, and records the address on the Service when Annotate is set.
 func (m *Manager) ingress(ctx context.Context, svc *corev1.Service, o *options, lb *LoadBalancer, fips []FloatingIP) *corev1.LoadBalancerStatus {
-	st := status(lb, fips)
+	st := status(lb, fips, serviceFamilies(svc))
 	addr := st.Ingress[0].IP
 	if m.Annotate != nil && svc.Annotations[AnnotationLoadBalancerAddress] != addr {
 		// Informational: failing to write it must not hold back the status

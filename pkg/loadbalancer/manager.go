@@ -136,7 +136,7 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	st := status(lb, fips)
+	st := status(lb, fips, serviceFamilies(svc))
 	if o, err := parseOptions(svc, m.Config); err == nil {
 		st = publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix)
 	}
@@ -174,7 +174,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if lb == nil {
 		lb, err = m.Octavia.CreateLoadBalancer(ctx, spec)
 		if err != nil {
-			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, explainTLSRefusal(err, spec))
 		}
 		logger.Info("Created load balancer", "id", lb.ID, "listeners", len(spec.Listeners))
 		// Neutron does not wait for Octavia: the VIP port exists already.
@@ -298,7 +298,7 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 			// Busy since we read it (another change is settling).
 			return 0, notReady(m.requeue(), "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
 		}
-		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, err)
+		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, explainTLSRefusal(err, spec))
 	}
 	return len(steps) - 1, nil
 }
@@ -407,13 +407,17 @@ func checkImmutable(lb *LoadBalancer, spec Spec) error {
 	return errors.Join(errs...)
 }
 
-// status is the Service's ingress: the floating IP, or the VIP without one.
-func status(lb *LoadBalancer, fips []FloatingIP) *corev1.LoadBalancerStatus {
+// status is the Service's ingress: the floating IP, or the VIP without one;
+// of each family for a dual-stack Service (families, dualstack.go).
+func status(lb *LoadBalancer, fips []FloatingIP, families []corev1.IPFamily) *corev1.LoadBalancerStatus {
 	ips := []string{}
 	for _, f := range fips {
 		ips = append(ips, f.Address)
 	}
 	slices.Sort(ips)
+	if dual := dualStackStatus(lb, fips, families, ips); len(dual) > 0 {
+		ips = dual
+	}
 	if len(ips) == 0 {
 		ips = append(ips, lb.VIPAddress)
 	}

@@ -129,7 +129,7 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec) []step {
 }
 
 func listenerEqual(cur Listener, want ListenerSpec) bool {
-	if cur.ConnLimit != want.ConnLimit || !sameStrings(cur.AllowedCIDRs, want.AllowedCIDRs) {
+	if cur.ConnLimit != want.ConnLimit || !sameStrings(cur.AllowedCIDRs, want.AllowedCIDRs) || !l7Equal(cur, want) {
 		return false
 	}
 	// Zero timeouts mean "Octavia's default": whatever is there is fine.

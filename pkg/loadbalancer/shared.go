@@ -177,7 +177,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 	if err != nil {
 		return nil, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	return status(lb, fips), nil
+	return status(lb, fips, serviceFamilies(svc)), nil
 }
 
 func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
@@ -275,7 +275,7 @@ func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Servic
 	if err != nil {
 		return nil, true, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
-	return status(lb, fips), true, nil
+	return status(lb, fips, serviceFamilies(svc)), true, nil
 }
 
 // claim tags the load balancer with its creator's tag when other Services

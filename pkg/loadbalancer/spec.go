@@ -27,6 +27,9 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		Owner:        ownerTag(id.ClusterName, ref),
 	}
 	spec.Tags = append(spec.Tags, spec.Owner)
+	if o.dualStack && o.additionalSubnetID != "" {
+		spec.AdditionalVIPs = []VIP{{SubnetID: o.additionalSubnetID}}
+	}
 	if o.internal || o.floatingNetworkID == "" {
 		// Without a floating IP, spec.loadBalancerIP is the VIP itself.
 		spec.VIPAddress = o.loadBalancerIP
@@ -47,7 +50,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 				Name:     poolName(name, protocol, int(port.Port)),
 				Protocol: protocol,
 				Method:   o.method,
-				Members:  members(svc, nodes, int(port.NodePort), o.memberSubnetID),
+				Members:  members(o, nodes, int(port.NodePort)),
 			},
 		}
 		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
@@ -75,6 +78,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 			}
 			l.Pool.Monitor = m
 		}
+		applyL7(&l, o)
 		spec.Listeners = append(spec.Listeners, l)
 	}
 	return spec
@@ -90,14 +94,23 @@ func monitorType(p corev1.Protocol) string {
 	return "TCP"
 }
 
-// members are the nodes' InternalIPs (of the Service's primary IP family)
-// on the NodePort, sorted so that specs compare stably.
-func members(svc *corev1.Service, nodes []*corev1.Node, nodePort int, subnetID string) []Member {
-	wantV6 := len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
+// members are the nodes' InternalIPs on the NodePort, sorted so that specs
+// compare stably: of the Service's primary IP family, and of the other one
+// too for a dual-stack load balancer (Octavia's pools take members of
+// both families once the load balancer has a VIP of each). The
+// member-subnet-id names a subnet of the primary family, so only those
+// members carry it.
+func members(o *options, nodes []*corev1.Node, nodePort int) []Member {
 	var out []Member
 	for _, n := range nodes {
-		if addr := internalIP(n, wantV6); addr != "" {
-			out = append(out, Member{Name: n.Name, Address: addr, Port: nodePort, SubnetID: subnetID})
+		if addr := internalIP(n, o.ipv6); addr != "" {
+			out = append(out, Member{Name: n.Name, Address: addr, Port: nodePort, SubnetID: o.memberSubnetID})
+		}
+		if !o.dualStack {
+			continue
+		}
+		if addr := internalIP(n, !o.ipv6); addr != "" {
+			out = append(out, Member{Name: n.Name, Address: addr, Port: nodePort})
 		}
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Address, b.Address) })

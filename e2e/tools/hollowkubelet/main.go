@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,7 +54,7 @@ func main() {
 	klog.InitFlags(nil)
 	var c config
 	flag.StringVar(&c.nodeName, "name", "", "Node name to register (required).")
-	flag.StringVar(&c.nodeIP, "node-ip", "", "The node's IP: the kubelet reports it and serves on it (required).")
+	flag.StringVar(&c.nodeIP, "node-ip", "", "The node's IP, or its IPv4 and IPv6 comma-separated (a dual-stack node): the kubelet reports them and serves on the first (required).")
 	flag.IntVar(&c.port, "port", 10250, "Port the kubelet serves its TLS API on.")
 	flag.StringVar(&c.providerID, "provider-id", "", "Optional providerID; empty leaves it to the cloud-controller-manager.")
 	flag.StringVar(&c.cloudProvider, "cloud-provider", "external", "Cloud provider: \"external\" or empty.")
@@ -117,7 +118,7 @@ func run(ctx context.Context, c config) error {
 	kc.StaticPodPath = filepath.Join(c.rootDir, "static-pods")
 	kc.PodLogsDir = filepath.Join(c.rootDir, "pod-logs")
 	kc.ProviderID = c.providerID
-	kc.Address = c.nodeIP
+	kc.Address, _, _ = strings.Cut(c.nodeIP, ",")
 	kc.ReadOnlyPort = 0
 	kc.HealthzPort = 0
 	kc.ServerTLSBootstrap = c.serverTLSBootstrap

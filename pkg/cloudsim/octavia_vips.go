@@ -1,0 +1,138 @@
+package cloudsim
+
+import (
+	"net/http"
+	"net/netip"
+)
+
+// A load balancer's VIPs. Octavia (API 2.26) takes, besides the primary
+// VIP, "additional_vips": [{"subnet_id", "ip_address"?}], each on another
+// subnet of the primary VIP's network, at most one address per subnet.
+// Like Octavia's allowed-address-pairs network driver, the simulator puts
+// them all on the one VIP port as further fixed IPs, so they are released
+// with it when the load balancer goes. They cannot be changed afterwards.
+
+type additionalVIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+func additionalVIPsView(vips []additionalVIP) []any {
+	out := []any{}
+	for _, v := range vips {
+		out = append(out, map[string]any{"subnet_id": v.SubnetID, "ip_address": v.IPAddress})
+	}
+	return out
+}
+
+// createVIP makes the LB's VIP port in Neutron, with the additional VIPs'
+// fixed IPs after the primary one.
+func (st *state) createVIP(lb *lbObj, addr string, extra []additionalVIP) error {
+	var nw *network
+	var want []fixedIP
+	switch {
+	case lb.VIPPortID != "":
+		if len(extra) > 0 {
+			// The simulator does not add addresses to a port the user
+			// brought; Stackward never asks for it.
+			return octFail(http.StatusBadRequest, "Validation failure: additional_vips with vip_port_id are not supported by the simulator.")
+		}
+		p, ok := st.ports.get(lb.VIPPortID)
+		if !ok {
+			return ErrNotFound
+		}
+		lb.VIPNetworkID = p.NetworkID
+		if len(p.FixedIPs) > 0 {
+			lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
+		}
+		return nil
+	case lb.VIPSubnetID != "":
+		sn, ok := st.subnets.get(lb.VIPSubnetID)
+		if !ok {
+			return ErrNotFound
+		}
+		nw = st.networks.byID[sn.NetworkID]
+		want = []fixedIP{{SubnetID: sn.ID, IP: addr}}
+	case lb.VIPNetworkID != "":
+		n, ok := st.networks.get(lb.VIPNetworkID)
+		if !ok {
+			return ErrNotFound
+		}
+		nw = n
+		if addr != "" {
+			want = []fixedIP{{IP: addr}}
+		} else if sn := st.subnetFor(nw, netip.Addr{}); sn != nil {
+			want = []fixedIP{{SubnetID: sn.ID}}
+		}
+	default:
+		return ErrInvalid
+	}
+	more, err := st.checkAdditionalVIPs(lb.ProjectID, nw, want, extra)
+	if err != nil {
+		return err
+	}
+	p, err := st.createPort(portSpec{Name: "octavia-lb-" + lb.ID, NetworkID: nw.ID, ProjectID: lb.ProjectID,
+		DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia", FixedIPs: append(want, more...)})
+	if err != nil {
+		return err
+	}
+	lb.VIPPortID, lb.VIPNetworkID, lb.ownPort = p.ID, nw.ID, true
+	if len(p.FixedIPs) > 0 {
+		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID
+	}
+	for _, f := range p.FixedIPs[len(want):] {
+		lb.AdditionalVIPs = append(lb.AdditionalVIPs, additionalVIP{SubnetID: f.SubnetID, IPAddress: f.IP})
+	}
+	return nil
+}
+
+// checkAdditionalVIPs refuses what Octavia refuses: a missing or unknown
+// subnet, one of another project's private network, one of another network
+// than the primary VIP's, a subnet used twice (one address per subnet) and
+// an address outside its subnet. It returns the fixed IPs to claim.
+func (st *state) checkAdditionalVIPs(project string, nw *network, primary []fixedIP, extra []additionalVIP) ([]fixedIP, error) {
+	used := map[string]bool{}
+	for _, f := range primary {
+		sn := st.subnetFor(nw, parseAddr(f.IP))
+		if f.SubnetID != "" {
+			sn = st.subnets.byID[f.SubnetID]
+		}
+		if sn != nil {
+			used[sn.ID] = true
+		}
+	}
+	var out []fixedIP
+	for _, v := range extra {
+		if v.SubnetID == "" {
+			return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute additional_vips. Value: '%v'. Mandatory field missing: subnet_id.", v)
+		}
+		sn, ok := st.subnets.get(v.SubnetID)
+		if !ok {
+			return nil, octFail(http.StatusBadRequest, "Subnet %s not found.", v.SubnetID)
+		}
+		owner := st.networks.byID[sn.NetworkID]
+		if owner == nil || (owner.ProjectID != project && !owner.Shared && !owner.External) {
+			return nil, octFail(http.StatusBadRequest, "Subnet %s not found.", v.SubnetID)
+		}
+		if sn.NetworkID != nw.ID {
+			return nil, octFail(http.StatusBadRequest, "Validation failure: All VIP subnets must belong to the same network.")
+		}
+		if used[sn.ID] {
+			return nil, octFail(http.StatusBadRequest, "Validation failure: Duplicate VIP/additional_vip subnet(s) specified. Only one IP can be bound per subnet.")
+		}
+		used[sn.ID] = true
+		if v.IPAddress != "" {
+			a, err := netip.ParseAddr(v.IPAddress)
+			if err != nil || !sn.prefix.Contains(a) {
+				return nil, octFail(http.StatusBadRequest, "Validation failure: IP address %s is not in subnet %s (%s).", v.IPAddress, sn.ID, sn.CIDR)
+			}
+		}
+		out = append(out, fixedIP{SubnetID: sn.ID, IP: v.IPAddress})
+	}
+	return out, nil
+}
+
+func parseAddr(s string) netip.Addr {
+	a, _ := netip.ParseAddr(s)
+	return a
+}
