@@ -199,6 +199,19 @@ func parallel(t *testing.T, n, workers int, fn func(i int) error) {
 // create-and-wait approach in the same run) into the report; `make bench`
 // runs it first and passes its output in STACKWARD_BENCH_GOBENCH.
 func TestBenchLoadBalancers(t *testing.T) {
+	lb := map[string]any{}
+	for _, approach := range []string{"stackward", "serial"} {
+		m := goBench(t, "BenchmarkServicesToActive/"+approach)
+		lb[approach] = map[string]any{"octavia_calls_per_service": m["octavia-calls/service"], "seconds_to_all_active": m["s-to-all-active"]}
+	}
+	lb["services"], lb["pending_seconds"], lb["workers"] = 100, 2, 10
+	put(t, "loadbalancer_100_services", lb)
+}
+
+// goBench is the metrics of one benchmark in the go test -bench output
+// that `make bench` runs first and passes in STACKWARD_BENCH_GOBENCH.
+func goBench(t *testing.T, name string) map[string]float64 {
+	t.Helper()
 	path := os.Getenv("STACKWARD_BENCH_GOBENCH")
 	if path == "" {
 		t.Fatal("STACKWARD_BENCH_GOBENCH is not set: run `make bench`")
@@ -212,14 +225,9 @@ func TestBenchLoadBalancers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := map[string]any{}
-	for _, approach := range []string{"stackward", "serial"} {
-		m, ok := results["BenchmarkServicesToActive/"+approach]
-		if !ok {
-			t.Fatalf("no BenchmarkServicesToActive/%s in %s", approach, path)
-		}
-		lb[approach] = map[string]any{"octavia_calls_per_service": m["octavia-calls/service"], "seconds_to_all_active": m["s-to-all-active"]}
+	m, ok := results[name]
+	if !ok {
+		t.Fatalf("no %s in %s", name, path)
 	}
-	lb["services"], lb["pending_seconds"], lb["workers"] = 100, 2, 10
-	put(t, "loadbalancer_100_services", lb)
+	return m
 }

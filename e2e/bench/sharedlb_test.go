@@ -2,33 +2,14 @@
 
 package bench
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 // TestBenchSharedLoadBalancer puts pkg/loadbalancer's
 // BenchmarkSharedLoadBalancer (Services joining and leaving a load balancer
 // another Service created) into the report: Octavia calls, and writes among
 // them, per sharing Service.
 func TestBenchSharedLoadBalancer(t *testing.T) {
-	path := os.Getenv("STACKWARD_BENCH_GOBENCH")
-	if path == "" {
-		t.Fatal("STACKWARD_BENCH_GOBENCH is not set: run `make bench`")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	results, err := ParseGoBench(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ok := results["BenchmarkSharedLoadBalancer"]
-	if !ok {
-		t.Fatalf("no BenchmarkSharedLoadBalancer in %s", path)
-	}
+	m := goBench(t, "BenchmarkSharedLoadBalancer")
 	put(t, "loadbalancer_shared", map[string]any{
 		"join_octavia_calls_per_service":   m["join-octavia-calls/service"],
 		"join_octavia_writes_per_service":  m["join-octavia-writes/service"],

@@ -2,10 +2,7 @@
 
 package bench
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 // TestBenchTLSLoadBalancers puts pkg/loadbalancer's
 // BenchmarkTLSServicesToActive (100 TLS Services: a TERMINATED_HTTPS
@@ -15,23 +12,7 @@ import (
 // BenchmarkServicesToActive and passes the output in
 // STACKWARD_BENCH_GOBENCH.
 func TestBenchTLSLoadBalancers(t *testing.T) {
-	path := os.Getenv("STACKWARD_BENCH_GOBENCH")
-	if path == "" {
-		t.Fatal("STACKWARD_BENCH_GOBENCH is not set: run `make bench`")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	results, err := ParseGoBench(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ok := results["BenchmarkTLSServicesToActive"]
-	if !ok {
-		t.Fatalf("no BenchmarkTLSServicesToActive in %s", path)
-	}
+	m := goBench(t, "BenchmarkTLSServicesToActive")
 	put(t, "loadbalancer_tls_service", map[string]any{
 		"services": 100, "pending_seconds": 2, "workers": 10,
 		"octavia_calls_per_service":  m["octavia-calls/service"],
