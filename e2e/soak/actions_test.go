@@ -286,12 +286,25 @@ func (s *soak) unconverged() (float64, int, []string) {
 	oldest, count := 0.0, 0
 	var names []string
 	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
 		k, ok := byName[n.name]
-		if !n.up || ok && k.Spec.ProviderID != "" && !framework.HasTaint(&k, "node.cloudprovider.kubernetes.io/uninitialized") && framework.IsReady(&k) {
+		why := ""
+		switch {
+		case !ok:
+			why = "no Node"
+		case k.Spec.ProviderID == "":
+			why = "no providerID"
+		case framework.HasTaint(&k, "node.cloudprovider.kubernetes.io/uninitialized"):
+			why = "uninitialized"
+		case !framework.IsReady(&k):
+			why = "not Ready"
+		default:
 			continue
 		}
 		count++
-		names = append(names, "node "+n.name)
+		names = append(names, "node "+n.name+" ("+why+")")
 		oldest = max(oldest, time.Since(n.since).Seconds())
 	}
 	for _, svc := range svcs.Items {
@@ -327,7 +340,7 @@ func (s *soak) converge() {
 		lag, n, names := s.unconverged()
 		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v", time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx))
 		for _, name := range names {
-			if k := s.nodes[strings.TrimPrefix(name, "node ")]; k != nil && k.kubelet != nil {
+			if k := s.nodes[strings.Fields(strings.TrimPrefix(name, "node "))[0]]; k != nil && k.kubelet != nil {
 				done, err := k.kubelet.Process.Exited()
 				s.t.Logf("kubelet of %s (launched %.0fs in, exited %v %v):\n%s", k.name, k.since.Sub(s.led.start).Seconds(), done, err, k.kubelet.Process.Tail(3000))
 			}
