@@ -124,6 +124,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a nested typo is rejected", "ccm.image.pullpolicy=Always", []string{"/ccm/image", "additional properties 'pullpolicy' not allowed"}},
 		{"an unknown cloud.conf key is rejected", "cloudConfig.config.Global.auth-urll=https://keystone", []string{"/cloudConfig/config/Global", "'auth-urll' not allowed"}},
 		{"a cloud.conf key of the wrong type is rejected", "cloudConfig.config.LoadBalancer.max-shared-lb=many", []string{"/cloudConfig/config/LoadBalancer/max-shared-lb", "want integer"}},
+		{"a node DNS suffix that is no DNS name is rejected", "nodeDNSSuffixes={Nodes.Example.COM}", []string{"/nodeDNSSuffixes/0"}},
+		{"an unknown container store is rejected", "cloudConfig.config.LoadBalancer.container-store=vault", []string{"/cloudConfig/config/LoadBalancer/container-store"}},
 		{"an out-of-range port is rejected", "ccm.securePort=70000", []string{"/ccm/securePort"}},
 		{"an existing Secret and inline contents conflict", "cloudConfig.existingSecret=mine,cloudConfig.contents=[Global]", []string{"existingSecret cannot be combined with contents"}},
 		{"inline contents and structured config conflict", "cloudConfig.contents=[Global],cloudConfig.config.Route.router-id=r1", []string{"set contents or config, not both"}},
