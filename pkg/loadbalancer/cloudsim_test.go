@@ -37,6 +37,7 @@ type simEnv struct {
 	neutron  *gophercloud.ServiceClient
 	subnetID string
 	clients  *openstack.Clients
+	net      loadbalancer.Neutron
 }
 
 func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.Seed)) simEnv {
@@ -59,6 +60,19 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	env := connectSim(t, sim, authURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if env.subnetID, err = env.net.SubnetOfAddress(ctx, "10.0.0.11"); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// connectSim builds the real adapters and a Manager on a started
+// simulator, with the raw Octavia and Neutron clients tests read back with.
+func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.Global = config.Global{AuthURL: authURL, Username: "demo", Password: "secret", TenantName: "demo", DomainName: "Default"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -85,13 +99,9 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet, err := net.SubnetOfAddress(ctx, "10.0.0.11")
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
 		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
-	return simEnv{m: m, sim: sim, octavia: raw, neutron: rawNet, subnetID: subnet, clients: clients}
+	return simEnv{m: m, sim: sim, octavia: raw, neutron: rawNet, net: net, clients: clients}
 }
 
 func simNodes(ips ...string) []*corev1.Node {

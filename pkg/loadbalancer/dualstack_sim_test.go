@@ -14,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackward/stackward/pkg/cloudsim"
-	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/loadbalancer"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // newDualStackEnv is newSimEnv on a cloud whose private network has an
@@ -64,30 +62,9 @@ func newDualStackEnv(t *testing.T) (simEnv, map[string][2]string) {
 		}
 		addrs[name] = pair
 	}
-	cfg := config.Defaults()
-	cfg.Global = config.Global{AuthURL: authURL, Username: "demo", Password: "secret", TenantName: "demo", DomainName: "Default"}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{HTTPTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct, err := loadbalancer.NewOctavia(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := loadbalancer.NewNeutron(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := clients.ServiceClient("load-balancer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.ResourceBase = raw.Endpoint + "v2/"
-	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer, Requeue: 20 * time.Millisecond,
-		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
-	return simEnv{m: m, sim: sim, octavia: raw}, addrs
+	env := connectSim(t, sim, authURL)
+	env.m.Requeue = 20 * time.Millisecond
+	return env, addrs
 }
 
 func dualStackNodes(addrs map[string][2]string) []*corev1.Node {
