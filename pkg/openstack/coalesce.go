@@ -20,15 +20,18 @@ type Batch[K comparable] struct {
 // Coalescer lets many concurrent lookups share one fetch, without ever
 // answering a lookup from data read before the lookup was made: a fetch
 // takes the keys waiting at its start, and a key that joins while a fetch
-// runs waits for the next one. Fetches never overlap and start at most
-// once per window, so a burst of N lookups costs about (burst duration /
-// window) fetches rather than N, while a lone lookup after a quiet period
-// is fetched at once.
+// runs waits for the next one. Fetches start at most once per window, and
+// at most overlap of them run at once, so a burst of N lookups costs about
+// (burst duration / window) fetches rather than N, a lookup waits at most
+// about one window when fetches take longer than a window, and a lone
+// lookup after a quiet period is fetched at once.
 type Coalescer[K comparable, V any] struct {
 	fetch   func(ctx context.Context, b Batch[K]) (map[K]V, error)
 	window  time.Duration
 	timeout time.Duration
 	now     func() time.Time
+	// slots holds a token per running fetch: its capacity is the overlap.
+	slots chan struct{}
 
 	mu        sync.Mutex
 	waiting   []*coalesceWaiter[K, V]
@@ -44,15 +47,16 @@ type coalesceWaiter[K comparable, V any] struct {
 	err    error
 }
 
-// NewCoalescer returns a Coalescer whose fetches run fetch, at most one per
-// window (0: back to back), each bounded by timeout (0: two minutes). fetch
-// must answer every key of its batch or fail as a whole; a key it leaves
-// out is an error for that key, never a zero value.
-func NewCoalescer[K comparable, V any](window, timeout time.Duration, fetch func(ctx context.Context, b Batch[K]) (map[K]V, error)) *Coalescer[K, V] {
+// NewCoalescer returns a Coalescer whose fetches run fetch, starting at
+// most one per window (0: back to back) with at most overlap running at
+// once (below 1: one), each bounded by timeout (0: two minutes). fetch must
+// answer every key of its batch or fail as a whole; a key it leaves out is
+// an error for that key, never a zero value.
+func NewCoalescer[K comparable, V any](window, timeout time.Duration, overlap int, fetch func(ctx context.Context, b Batch[K]) (map[K]V, error)) *Coalescer[K, V] {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	return &Coalescer[K, V]{fetch: fetch, window: window, timeout: timeout, now: time.Now}
+	return &Coalescer[K, V]{fetch: fetch, window: window, timeout: timeout, now: time.Now, slots: make(chan struct{}, max(1, overlap))}
 }
 
 // Do waits for the first fetch started after this call and returns its
@@ -77,7 +81,10 @@ func (c *Coalescer[K, V]) Do(ctx context.Context, key K) (V, error) {
 	}
 }
 
-// run fetches batch after batch until nobody waits.
+// run starts fetch after fetch until nobody waits: each once the window
+// since the previous start has passed and a slot is free. Keys that join
+// meanwhile share the fetch; the batch is taken only once the fetch can
+// start, so it starts after every key of it joined.
 func (c *Coalescer[K, V]) run() {
 	for {
 		c.mu.Lock()
@@ -89,16 +96,19 @@ func (c *Coalescer[K, V]) run() {
 		pause := c.window - c.now().Sub(c.lastStart)
 		c.mu.Unlock()
 		if pause > 0 {
-			// More keys join meanwhile and share the fetch.
 			time.Sleep(pause)
 		}
+		c.slots <- struct{}{}
 		c.mu.Lock()
 		batch := c.waiting
 		c.waiting = nil
 		started := c.now()
 		c.lastStart = started
 		c.mu.Unlock()
-		c.fetchBatch(batch, started)
+		go func() {
+			defer func() { <-c.slots }()
+			c.fetchBatch(batch, started)
+		}()
 	}
 }
 

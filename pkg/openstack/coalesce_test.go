@@ -16,7 +16,7 @@ func TestCoalescerNeverAnswersFromAnEarlierFetch(t *testing.T) {
 	var mu sync.Mutex
 	var batches []Batch[string]
 	gen := 0
-	c := NewCoalescer(0, time.Minute, func(_ context.Context, b Batch[string]) (map[string]int, error) {
+	c := NewCoalescer(0, time.Minute, 1, func(_ context.Context, b Batch[string]) (map[string]int, error) {
 		mu.Lock()
 		gen++
 		g := gen
@@ -89,7 +89,7 @@ func TestCoalescerSpacesFetchesAndFailsClosed(t *testing.T) {
 	var starts []time.Time
 	boom := errors.New("nova: 503")
 	fail := true
-	c := NewCoalescer(100*time.Millisecond, time.Minute, func(_ context.Context, b Batch[int]) (map[int]bool, error) {
+	c := NewCoalescer(100*time.Millisecond, time.Minute, 1, func(_ context.Context, b Batch[int]) (map[int]bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		starts = append(starts, b.Started)
@@ -132,6 +132,74 @@ func TestCoalescerSpacesFetchesAndFailsClosed(t *testing.T) {
 		if gap := starts[i].Sub(starts[i-1]); gap < 100*time.Millisecond {
 			t.Errorf("fetches %d and %d started %s apart, want >= the 100ms window", i, i+1, gap)
 		}
+	}
+}
+
+// TestCoalescerOverlapsSlowFetches: while a slow fetch runs, keys that
+// join are fetched by a second one started after them and within about a
+// window, not after the slow one ends; never more than overlap at once, and
+// the second fetch never answers a key from before it joined.
+func TestCoalescerOverlapsSlowFetches(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches []Batch[string]
+	running, most := 0, 0
+	c := NewCoalescer(20*time.Millisecond, time.Minute, 2, func(_ context.Context, b Batch[string]) (map[string]int, error) {
+		mu.Lock()
+		batches = append(batches, b)
+		g := len(batches)
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		if g <= 2 {
+			<-release // the first two fetches are slow
+		}
+		out := map[string]int{}
+		for _, k := range b.Keys {
+			out[k] = g
+		}
+		return out, nil
+	})
+	answers := make(chan [2]any, 10)
+	ask := func(k string) {
+		go func() {
+			v, err := c.Do(context.Background(), k)
+			answers <- [2]any{k, v}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	ask("a")
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(batches) == 1 })
+	joined := time.Now()
+	ask("b")
+	// Fetch 2 starts although fetch 1 is still running.
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(batches) == 2 })
+	ask("c")
+	// Both slots are taken: "c" waits for one, not for the window.
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	if len(batches) != 2 || most != 2 {
+		t.Errorf("%d fetches started, at most %d at once, with two slow fetches running and overlap 2; want 2 and 2", len(batches), most)
+	}
+	mu.Unlock()
+	close(release)
+	want := map[string]int{"a": 1, "b": 2, "c": 3}
+	for range 3 {
+		a := <-answers
+		if k, v := a[0].(string), a[1].(int); v != want[k] {
+			t.Errorf("%q was answered by fetch %d, want %d", k, v, want[k])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if batches[1].Started.Before(joined) || batches[1].Started.Before(batches[1].Newest) {
+		t.Errorf("fetch 2 started at %s, before its key joined at %s", batches[1].Started, joined)
+	}
+	if most > 2 {
+		t.Errorf("%d fetches ran at once, want at most the overlap of 2", most)
 	}
 }
 
