@@ -3,6 +3,7 @@ package approver
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ func (o slowOwnership) ServerPorts(ctx context.Context, serverID, _ string) ([]o
 }
 
 func (o slowOwnership) FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]openstack.FloatingIP, error) {
-	all, err := o.ProjectFloatingIPs(ctx, testProject)
+	all, err := o.allFloatingIPs(ctx)
 	var out []openstack.FloatingIP
 	for _, f := range all {
 		if slices.Contains(portIDs, f.PortID) {
@@ -83,16 +84,18 @@ func (o slowOwnership) Networks(ctx context.Context, ids []string) ([]openstack.
 	return out, nil
 }
 
-func (o slowOwnership) ProjectPorts(ctx context.Context, _ string) ([]openstack.Port, error) {
+func (o slowOwnership) PortsOfServers(ctx context.Context, serverIDs []string, _ string) ([]openstack.Port, error) {
 	views, err := o.views(ctx)
 	var out []openstack.Port
 	for _, v := range views {
-		out = append(out, v.Ports...)
+		if slices.Contains(serverIDs, v.Server.ID) {
+			out = append(out, v.Ports...)
+		}
 	}
 	return out, err
 }
 
-func (o slowOwnership) ProjectFloatingIPs(ctx context.Context, _ string) ([]openstack.FloatingIP, error) {
+func (o slowOwnership) allFloatingIPs(ctx context.Context) ([]openstack.FloatingIP, error) {
 	views, err := o.views(ctx)
 	var out []openstack.FloatingIP
 	for _, v := range views {
@@ -126,15 +129,21 @@ func (c *slowCompute) GetServer(ctx context.Context, id string) (*openstack.Serv
 	return nil, openstack.ErrNotFound
 }
 
-func (c *slowCompute) ListServers(ctx context.Context, _ openstack.ListServersOpts) ([]openstack.Server, error) {
+func (c *slowCompute) ListServers(ctx context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
 	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	re, err := regexp.Compile(opts.Name)
+	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]openstack.Server, 0, len(c.byID))
 	for _, s := range c.byID {
-		out = append(out, *s)
+		if re.MatchString(s.Name) {
+			out = append(out, *s)
+		}
 	}
 	return out, nil
 }

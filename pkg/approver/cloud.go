@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -43,19 +42,24 @@ type CloudOptions struct {
 	// arriving meanwhile wait and share one listing. 0 takes
 	// DefaultCoalesceWindow; negative means back to back.
 	Window time.Duration
+	// DNSSuffixes are the approver's --dns-suffix values: a batch then
+	// also lists the server names they bind a Node's name to.
+	DNSSuffixes []string
 }
 
 // NewOpenStackCloud returns the Cloud that asks Nova through compute and
 // Neutron through ownership, for the servers and ports of project
-// projectID. Concurrent lookups are coalesced: one set of project listings
-// (servers, ports, floating IPs) started after all of them were asked
-// answers them all, while a lone lookup is targeted (the server, then its
+// projectID. Concurrent lookups are coalesced: one set of bulk requests
+// (servers by name, their ports, the floating IPs on those) started after
+// all of them were asked answers them all, its size that of the batch and
+// not of the project; a lone lookup is targeted (the server, then its
 // ports and their floating IPs). It deliberately does not use the CCM's
 // ServerCache: an approval rests on what the cloud said after the request
 // was made, never on a listing from before (a floating IP just moved to
 // another server must not be approved for the old one).
 func NewOpenStackCloud(compute openstack.Compute, ownership openstack.Ownership, region, projectID string, opts CloudOptions) Cloud {
-	c := &openStackCloud{compute: compute, ownership: ownership, region: region, projectID: projectID}
+	c := &openStackCloud{compute: compute, ownership: ownership, region: region, projectID: projectID,
+		dnsSuffixes: nodeaddress.NormalizeDNSSuffixes(opts.DNSSuffixes)}
 	if opts.QPS > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(opts.QPS), max(1, opts.Burst))
 	}
@@ -66,7 +70,7 @@ func NewOpenStackCloud(compute openstack.Compute, ownership openstack.Ownership,
 	case window < 0:
 		window = 0
 	}
-	c.batches = openstack.NewCoalescer(window, 0, c.fetch)
+	c.batches = openstack.NewCoalescer(window, 0, DefaultCoalesceOverlap, c.fetch)
 	return c
 }
 
@@ -77,6 +81,9 @@ type openStackCloud struct {
 	projectID string
 	limiter   *rate.Limiter // nil: unlimited
 	batches   *openstack.Coalescer[nodeKey, lookupResult]
+	// dnsSuffixes (normalized) widen the names a batch lists for a Node
+	// with a providerID, as the name binding does.
+	dnsSuffixes []string
 }
 
 // nodeKey is what identifies a lookup: the Node's providerID, else its
@@ -139,10 +146,12 @@ func (c *openStackCloud) InstanceForNode(ctx context.Context, providerID, nodeNa
 }
 
 // fetch answers one batch: a lone key with a targeted lookup, several with
-// one listing each of the project's servers and ports, and of its floating
-// IPs when a request asks for an IP that is no fixed IP of its server's
-// ports (and a targeted lookup for any key the listing does not hold,
-// rare: a request naming a server of no one's).
+// bulk requests sized by the batch, not the project: the servers of the
+// names the keys may bind to (one Nova listing filtered by name), the
+// project's ports on those servers, and the floating IPs on those ports
+// when a request asks for an IP that is no fixed IP of its server's ports;
+// a targeted lookup for any key the listing does not hold (a server whose
+// name does not bind to its node: it is denied either way).
 func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) (map[nodeKey]lookupResult, error) {
 	out := make(map[nodeKey]lookupResult, len(b.Keys))
 	if len(b.Keys) == 1 {
@@ -151,22 +160,22 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 		out[k] = lookupResult{inst, err}
 		return out, nil
 	}
-	snap, err := c.snapshot(ctx)
+	snap, err := c.snapshot(ctx, b.Keys)
 	if err != nil {
 		return nil, err
 	}
 	var listed []*Instance
-	var wantFloating bool
+	var floatingPorts []string
 	for _, k := range b.Keys {
 		if srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName); err == nil && c.ownershipMatters(srv) &&
 			needsFloatingIPs(k.asked(), snap.ports[srv.ID]) {
-			wantFloating = true
+			for _, p := range snap.ports[srv.ID] {
+				floatingPorts = appendNew(floatingPorts, p.ID)
+			}
 		}
 	}
-	if wantFloating {
-		if err := snap.listFloatingIPs(ctx, c); err != nil {
-			return nil, err
-		}
+	if err := snap.readFloatingIPs(ctx, c, floatingPorts); err != nil {
+		return nil, err
 	}
 	for _, k := range b.Keys {
 		srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName)
@@ -203,67 +212,111 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 	return out, nil
 }
 
-// projectSnapshot is one read of the project, every listing started after
-// the batch's last request was observed.
+// projectSnapshot is one read for a batch, every request started after
+// the batch's last key joined.
 type projectSnapshot struct {
 	servers *openstack.Snapshot
 	ports   map[string][]openstack.Port       // by device ID
-	fips    map[string][]openstack.FloatingIP // by port ID; nil: not read
+	fips    map[string][]openstack.FloatingIP // by port ID
 }
 
-// listFloatingIPs adds the project's floating IPs (one paged listing, one
-// call of the rate limit).
-func (s *projectSnapshot) listFloatingIPs(ctx context.Context, c *openStackCloud) error {
-	if err := c.wait(ctx); err != nil {
-		return err
+// candidateNames are the server names a key can bind to: the node's name,
+// and for a Node with a providerID also that name without one of the DNS
+// suffixes (nodeaddress.IsNodeNameOf). A Node without one is found by its
+// exact name, as the targeted lookup does.
+func (c *openStackCloud) candidateNames(k nodeKey) []string {
+	names := []string{k.nodeName}
+	if k.providerID == "" {
+		return names
 	}
-	fips, err := c.ownership.ProjectFloatingIPs(ctx, c.projectID)
-	if err != nil {
-		return err
+	lower := nodeaddress.ASCIILower(k.nodeName)
+	for _, suffix := range c.dnsSuffixes {
+		if strings.HasSuffix(lower, "."+suffix) {
+			names = append(names, k.nodeName[:len(k.nodeName)-len(suffix)-1])
+		}
 	}
-	s.fips = map[string][]openstack.FloatingIP{}
-	for _, f := range fips {
-		if f.PortID != "" {
-			s.fips[f.PortID] = append(s.fips[f.PortID], f)
+	return names
+}
+
+// snapshot reads the batch's servers by name, then the project's ports on
+// them. Each request is one call of the rate limit and stays within
+// openstack.QueryBudget (a large batch is a few requests); any failure
+// fails the whole batch (it is retried, never taken as absence).
+func (c *openStackCloud) snapshot(ctx context.Context, keys []nodeKey) (*projectSnapshot, error) {
+	if c.ownership == nil {
+		return nil, errors.New("no Neutron client: cannot tell which addresses the cloud controls")
+	}
+	started := time.Now()
+	var names []string
+	for _, k := range keys {
+		for _, n := range c.candidateNames(k) {
+			if n != "" {
+				names = appendNew(names, n)
+			}
+		}
+	}
+	var servers []openstack.Server
+	// "^(", ")$" and an escaped "|" per name.
+	for _, chunk := range openstack.Chunks(names, 3, openstack.QueryBudget-6) {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		list, err := c.compute.ListServers(ctx, openstack.ListServersOpts{Name: openstack.NamesRegexp(chunk)})
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, list...)
+	}
+	s := &projectSnapshot{servers: openstack.NewSnapshot(started, servers), ports: map[string][]openstack.Port{}, fips: map[string][]openstack.FloatingIP{}}
+	// Ports only of the servers some key resolves to and could approve.
+	var ids []string
+	for _, k := range keys {
+		if srv, err := s.servers.ServerForNode(k.providerID, k.nodeName); err == nil && c.ownershipMatters(srv) {
+			ids = appendNew(ids, srv.ID)
+		}
+	}
+	// "device_id=" and "&" per ID.
+	for _, chunk := range openstack.Chunks(ids, len("device_id=&"), openstack.QueryBudget) {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		ports, err := c.ownership.PortsOfServers(ctx, chunk, c.projectID)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ports {
+			if p.DeviceID != "" {
+				s.ports[p.DeviceID] = append(s.ports[p.DeviceID], p)
+			}
+		}
+	}
+	return s, nil
+}
+
+// readFloatingIPs adds the floating IPs on the ports (none: no request).
+func (s *projectSnapshot) readFloatingIPs(ctx context.Context, c *openStackCloud, portIDs []string) error {
+	for _, chunk := range openstack.Chunks(portIDs, len("port_id=&"), openstack.QueryBudget) {
+		if err := c.wait(ctx); err != nil {
+			return err
+		}
+		fips, err := c.ownership.FloatingIPsOfPorts(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		for _, f := range fips {
+			if f.PortID != "" {
+				s.fips[f.PortID] = append(s.fips[f.PortID], f)
+			}
 		}
 	}
 	return nil
 }
 
-// snapshot lists the project's servers and ports concurrently, each paged
-// and each one call of the rate limit; any failure fails the whole batch
-// (it is retried, never taken as absence).
-func (c *openStackCloud) snapshot(ctx context.Context) (*projectSnapshot, error) {
-	if c.ownership == nil {
-		return nil, errors.New("no Neutron client: cannot tell which addresses the cloud controls")
+func appendNew(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
 	}
-	var (
-		wg           sync.WaitGroup
-		servers      *openstack.Snapshot
-		ports        []openstack.Port
-		srvErr, pErr error
-	)
-	wg.Go(func() {
-		if srvErr = c.wait(ctx); srvErr == nil {
-			servers, srvErr = openstack.TakeSnapshot(ctx, c.compute)
-		}
-	})
-	wg.Go(func() {
-		if pErr = c.wait(ctx); pErr == nil {
-			ports, pErr = c.ownership.ProjectPorts(ctx, c.projectID)
-		}
-	})
-	wg.Wait()
-	if err := errors.Join(srvErr, pErr); err != nil {
-		return nil, err
-	}
-	s := &projectSnapshot{servers: servers, ports: map[string][]openstack.Port{}}
-	for _, p := range ports {
-		if p.DeviceID != "" {
-			s.ports[p.DeviceID] = append(s.ports[p.DeviceID], p)
-		}
-	}
-	return s, nil
+	return append(list, v)
 }
 
 // viewOf is what the listings say srv owns, as a targeted lookup would

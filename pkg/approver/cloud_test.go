@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -136,30 +137,15 @@ func (f *fakeOwnership) Networks(_ context.Context, ids []string) ([]openstack.N
 	return out, nil
 }
 
-func (f *fakeOwnership) ProjectPorts(_ context.Context, projectID string) ([]openstack.Port, error) {
+func (f *fakeOwnership) PortsOfServers(_ context.Context, serverIDs []string, projectID string) ([]openstack.Port, error) {
 	if err := f.count(true); err != nil {
 		return nil, err
 	}
 	var out []openstack.Port
 	for _, v := range f.views() {
 		for _, p := range v.Ports {
-			if p.ProjectID == projectID {
+			if p.ProjectID == projectID && slices.Contains(serverIDs, p.DeviceID) {
 				out = append(out, p)
-			}
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeOwnership) ProjectFloatingIPs(_ context.Context, projectID string) ([]openstack.FloatingIP, error) {
-	if err := f.count(true); err != nil {
-		return nil, err
-	}
-	var out []openstack.FloatingIP
-	for _, v := range f.views() {
-		for _, fip := range v.FloatingIPs {
-			if fip.ProjectID == projectID {
-				out = append(out, fip)
 			}
 		}
 	}
@@ -180,7 +166,9 @@ func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server
 }
 
 func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
-	f.count(opts == openstack.ListServersOpts{})
+	// A batch's listing names several servers (openstack.NamesRegexp); a
+	// targeted lookup by name one.
+	f.count(opts.Name == "" || strings.HasPrefix(opts.Name, "^("))
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -243,7 +231,7 @@ func TestOpenStackCloudLookups(t *testing.T) {
 				if mode == "alone" {
 					d, err = e.Evaluate(context.Background(), csr)
 				} else {
-					d, err = evaluateInABatch(t, e, csr, c, o)
+					d, err = evaluateInABatch(t, e, csr, c, o, tt.nodes)
 				}
 				checkLookupCase(t, tt.noDecision, tt.err, tt.verdict, tt.reason, d, err)
 			})
@@ -252,9 +240,9 @@ func TestOpenStackCloudLookups(t *testing.T) {
 }
 
 // evaluateInABatch decides csr together with another request, both asked
-// within the coalescing window after a first lookup: one listing each of
+// within the coalescing window after a first lookup: one request each for
 // servers, ports and floating IPs answers both.
-func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *fakeCompute, o *fakeOwnership) (Decision, error) {
+func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *fakeCompute, o *fakeOwnership, nodes []*corev1.Node) (Decision, error) {
 	t.Helper()
 	other := makeCSR(t, csrSpec{name: "other", node: "node-off", ips: []string{"10.0.0.12"}})
 	_, _ = e.Evaluate(context.Background(), other) // starts the window
@@ -271,16 +259,24 @@ func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.Certificat
 	if lists != listsBefore+1 {
 		t.Fatalf("two requests in one window cost %d listings, want 1", lists-listsBefore)
 	}
-	// The floating IPs are listed too when an IP asked for is no fixed IP
-	// of a project port of the (running, the project's) server.
-	wantLists := 1
+	// Neutron is asked only about a server the checks can approve (running,
+	// the project's): its ports, and the floating IPs on them when an IP
+	// asked for is no fixed IP of them. "other" is SHUTOFF; a Node whose
+	// providerID is not OpenStack's resolves to no server.
+	wantCalls := 0
 	cr, perr := parseCSR(csr.Spec.Request)
 	if perr != nil {
 		t.Fatal(perr)
 	}
 	id := "id-" + strings.TrimPrefix(strings.TrimPrefix(cr.Subject.CommonName, "system:node:"), "node-")
+	for _, n := range nodes {
+		if _, _, err := openstack.ParseProviderID(n.Spec.ProviderID); err != nil {
+			id = ""
+		}
+	}
 	if i := slices.IndexFunc(o.servers, func(s openstack.Server) bool { return s.ID == id }); i >= 0 &&
 		o.servers[i].Status == openstack.StatusActive && o.servers[i].TenantID == testProject {
+		wantCalls = 1
 		var ports []openstack.Port
 		for _, v := range o.views() {
 			for _, p := range v.Ports {
@@ -293,14 +289,14 @@ func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.Certificat
 		for _, ip := range cr.IPAddresses {
 			asked = append(asked, ip.String())
 		}
-		if needsFloatingIPs(asked, ports) {
-			wantLists = 2
+		if len(ports) > 0 && needsFloatingIPs(asked, ports) {
+			wantCalls = 2
 		}
 	}
 	neutronTargeted, neutronLists := o.calls()
-	if c.err == nil && (neutronLists != neutronListsBefore+wantLists || neutronTargeted != neutronTargetedBefore) {
-		t.Fatalf("two requests in one window cost %d Neutron listings and %d targeted Neutron calls, want %d (ports, floating IPs if asked for) and 0",
-			neutronLists-neutronListsBefore, neutronTargeted-neutronTargetedBefore, wantLists)
+	if calls := neutronLists - neutronListsBefore + neutronTargeted - neutronTargetedBefore; c.err == nil && calls != wantCalls {
+		t.Fatalf("two requests in one window cost %d Neutron calls (%d port listings), want %d (the ports of the servers that can be approved, floating IPs on them if asked for)",
+			calls, neutronLists-neutronListsBefore, wantCalls)
 	}
 	return d, err
 }
@@ -365,5 +361,31 @@ func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
 	cancel()
 	if inst, err := cloud.InstanceForNode(ctx, "", "node-a", nil); err == nil {
 		t.Errorf("a cancelled lookup answered %+v; want an error (never a decision)", inst)
+	}
+}
+
+// TestABatchListsTheServersANodeNameBindsTo: Nodes named by FQDN (the DNS
+// suffix of the name binding) with providerIDs are answered by the batch's
+// listing by name, not by a targeted lookup each.
+func TestABatchListsTheServersANodeNameBindsTo(t *testing.T) {
+	servers := testCloud().servers
+	c := &fakeCompute{servers: servers}
+	o := &fakeOwnership{servers: servers}
+	cloud := NewOpenStackCloud(c, o, "", testProject, CloudOptions{Window: 300 * time.Millisecond, DNSSuffixes: []string{"Example.COM."}})
+	ctx := context.Background()
+	_, _ = cloud.InstanceForNode(ctx, "", "node-off", nil) // starts the window
+	getsBefore, listsBefore := c.calls()
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		wg.Go(func() {
+			inst, err := cloud.InstanceForNode(ctx, "openstack:///id-"+name, "node-"+name+".example.com", []netip.Addr{netip.MustParseAddr("10.0.0.10")})
+			if err != nil || inst.Server.ID != "id-"+name || inst.Ownership == nil {
+				t.Errorf("node-%s.example.com: %+v, %v; want server id-%s with its ports", name, inst, err, name)
+			}
+		})
+	}
+	wg.Wait()
+	if gets, lists := c.calls(); gets != getsBefore || lists != listsBefore+1 {
+		t.Errorf("two Nodes named by FQDN cost %d listings and %d targeted lookups, want 1 and 0", lists-listsBefore, gets-getsBefore)
 	}
 }

@@ -53,9 +53,9 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 		return nil, fmt.Errorf("--cloud-config %s: tenant-id %q is not the project the credentials are scoped to (%q)", cfg.CloudConfig, cfg.ProjectID, clients.ProjectID)
 	}
 	// Servers, ports and floating IPs are read for every decision (one
-	// listing of each answers a batch); networks (whose project and
+	// request of each answers a batch); networks (whose project and
 	// sharing only an administrator changes) at most once a minute each.
 	ownership := openstack.CachedNetworks(clients.Ownership, time.Minute)
 	return NewOpenStackCloud(clients.Compute, ownership, clients.Region, cfg.ProjectID,
-		CloudOptions{QPS: cfg.CloudQPS, Burst: cfg.CloudBurst, Window: cfg.CoalesceWindow}), nil
+		CloudOptions{QPS: cfg.CloudQPS, Burst: cfg.CloudBurst, Window: cfg.CoalesceWindow, DNSSuffixes: cfg.DNSSuffixes}), nil
 }

@@ -17,8 +17,7 @@ import (
 // addresses (grouped by network name) and accessIPv4/v6 (free-form fields
 // any project member may set), these are what the cloud controls, so the
 // approver trusts only them. Three small questions about one server, each
-// one request, and two listings of the project that answer them for many
-// servers at once.
+// one request, and one that answers the first for many servers at once.
 type Ownership interface {
 	// ServerPorts returns the ports whose device_id is serverID and whose
 	// project is projectID (GET /v2.0/ports?device_id=&project_id=).
@@ -28,12 +27,11 @@ type Ownership interface {
 	FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]FloatingIP, error)
 	// Networks returns the networks with these IDs (GET /v2.0/networks?id=).
 	Networks(ctx context.Context, ids []string) ([]NetworkInfo, error)
-	// ProjectPorts returns every port of the project, following pages
-	// (GET /v2.0/ports?project_id=): one listing answers many servers.
-	ProjectPorts(ctx context.Context, projectID string) ([]Port, error)
-	// ProjectFloatingIPs returns every floating IP of the project,
-	// following pages (GET /v2.0/floatingips?project_id=).
-	ProjectFloatingIPs(ctx context.Context, projectID string) ([]FloatingIP, error)
+	// PortsOfServers returns the ports of the project on any of the
+	// servers, in one request (GET /v2.0/ports?project_id=&device_id=a&
+	// device_id=b): one request answers a batch of servers. Callers keep
+	// the list within QueryBudget (Chunks).
+	PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error)
 }
 
 // FloatingIP is the part of a Neutron floating IP the approver needs.

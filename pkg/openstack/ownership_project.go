@@ -3,24 +3,81 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
-// projectPageSize is the page size of the project listings: a 1,000-node
-// cluster's ports are one page, and no single response is unbounded.
-const projectPageSize = 1000
+// QueryBudget is the most bytes of filter values one bulk request carries
+// in its URL: well inside the 8 KiB request line that common proxies and
+// API gateways in front of OpenStack accept. Callers split longer lists
+// with Chunks.
+const QueryBudget = 4000
 
-// ProjectPorts lists every port of the project, following pages. An empty
-// project would list every project's ports with admin credentials: refused.
-func (n *gopherNetwork) ProjectPorts(ctx context.Context, projectID string) ([]Port, error) {
-	if projectID == "" {
-		return nil, fmt.Errorf("ports of project: empty project ID")
+// Chunks splits values into runs whose URL-encoded sizes, each counted
+// with perValue bytes of overhead (the key, "=" and "&", or a separator),
+// stay within budget; a value too long for a run alone is a run of its own.
+func Chunks(values []string, perValue, budget int) [][]string {
+	var out [][]string
+	var run []string
+	size := 0
+	for _, v := range values {
+		n := len(url.QueryEscape(v)) + perValue
+		if len(run) > 0 && size+n > budget {
+			out = append(out, run)
+			run, size = nil, 0
+		}
+		run = append(run, v)
+		size += n
+	}
+	if len(run) > 0 {
+		out = append(out, run)
+	}
+	return out
+}
+
+// NamesRegexp is Nova's name filter (a regular expression) for servers
+// named exactly one of names: "^(a|b)$", each name escaped. Only
+// alternation and anchors are used, which every database's regex dialect
+// reads the same; callers still keep exact matches only.
+func NamesRegexp(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(quoted, "|") + ")$"
+}
+
+// portsQuery lists the ports of some devices in one project.
+type portsQuery struct {
+	projectID string
+	deviceIDs []string
+}
+
+func (q portsQuery) ToPortListQuery() (string, error) {
+	v := url.Values{}
+	v.Set("project_id", q.projectID)
+	for _, id := range q.deviceIDs {
+		v.Add("device_id", id)
+	}
+	return "?" + v.Encode(), nil
+}
+
+// PortsOfServers lists, in one request (pages followed), the ports of the
+// project on any of the servers. An empty project would list other
+// projects' ports with admin credentials: refused.
+func (n *gopherNetwork) PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error) {
+	switch {
+	case projectID == "":
+		return nil, fmt.Errorf("ports of servers: empty project ID")
+	case len(serverIDs) == 0:
+		return nil, nil
 	}
 	var list []ports.Port
 	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(n.client, ports.ListOpts{ProjectID: projectID, Limit: projectPageSize}).AllPages(ctx)
+		pages, err := ports.List(n.client, portsQuery{projectID: projectID, deviceIDs: serverIDs}).AllPages(ctx)
 		if err != nil {
 			return err
 		}
@@ -28,32 +85,11 @@ func (n *gopherNetwork) ProjectPorts(ctx context.Context, projectID string) ([]P
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list ports of project %q: %w", projectID, err)
+		return nil, fmt.Errorf("list ports of %d servers in project %q: %w", len(serverIDs), projectID, err)
 	}
 	out := make([]Port, 0, len(list))
 	for _, p := range list {
 		out = append(out, toPort(p))
 	}
 	return out, nil
-}
-
-// ProjectFloatingIPs lists every floating IP of the project, following
-// pages; an empty project is refused as for ProjectPorts.
-func (n *gopherNetwork) ProjectFloatingIPs(ctx context.Context, projectID string) ([]FloatingIP, error) {
-	if projectID == "" {
-		return nil, fmt.Errorf("floating IPs of project: empty project ID")
-	}
-	var list []floatingips.FloatingIP
-	err := n.caller.Do(ctx, ServiceNetwork, "list_floating_ips", func(ctx context.Context) error {
-		pages, err := floatingips.List(n.client, floatingips.ListOpts{ProjectID: projectID, Limit: projectPageSize}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = floatingips.ExtractFloatingIPs(pages)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list floating IPs of project %q: %w", projectID, err)
-	}
-	return toFloatingIPs(list), nil
 }

@@ -13,14 +13,12 @@ import (
 // targeted lookup only).
 var ErrNotListed = errors.New("not in the listing")
 
-// Snapshot is one complete read of the project's instances, every page of
-// it, started at Started. It answers many lookups with one listing; the
-// caller decides whether data from Started is fresh enough for its
-// question. Servers share their maps with the snapshot: read-only.
-//
-// It is the one place a bulk read of instances lives; the approver lists
-// the project's Neutron ports (and floating IPs) alongside it, started
-// after the same requests (Ownership.ProjectPorts, ProjectFloatingIPs).
+// Snapshot is one read of instances started at Started: every page of the
+// project's (TakeSnapshot), or those of some names (the approver's
+// batches). It answers many lookups with one listing; the caller decides
+// whether data from Started is fresh enough for its question, and an
+// instance the read did not hold is ErrNotListed, never absent. Servers
+// share their maps with the snapshot: read-only.
 type Snapshot struct {
 	Started time.Time
 	Servers []Server // in the cloud's order
