@@ -103,6 +103,11 @@ type Controller struct {
 	// waiting holds the last Wait message per request, so its Event is
 	// recorded once per state, not at every recheck.
 	waiting sync.Map // CSR name → string
+	// issued holds the requests this process wrote a certificate for: the
+	// informer may still show one approved and unsigned (the event of the
+	// certificate's write not yet arrived), and it must not be signed and
+	// written twice. Forgotten when the request is deleted.
+	issued sync.Map // CSR name → struct{}
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -236,6 +241,9 @@ func (c *Controller) onChange(obj any) {
 	}
 	c.dryRunPending.Delete(csr.Name)
 	c.waiting.Delete(csr.Name)
+	if _, still, _ := c.csrInformer.GetIndexer().GetByKey(csr.Name); !still {
+		c.issued.Delete(csr.Name)
+	}
 	if c.opts.MaxPendingPerNode > 0 {
 		for _, other := range c.pendingOf(csr.Spec.Username) {
 			c.queue.Add(other.Name)

@@ -18,6 +18,7 @@ import (
 func (c *Controller) sync(ctx context.Context, name string) error {
 	csr, err := c.csrs.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.issued.Delete(name)
 		return nil
 	}
 	if err != nil {
@@ -26,7 +27,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.DeletionTimestamp != nil {
 		return nil // not ours
 	}
-	resign := c.opts.Signer != nil && awaitsOurSignature(csr)
+	_, signed := c.issued.Load(name)
+	resign := c.opts.Signer != nil && awaitsOurSignature(csr) && !signed
 	if !isPending(csr) && !resign {
 		return nil // already decided: never touched twice
 	}
@@ -62,6 +64,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return fmt.Errorf("decide CSR %s: %w", name, err)
 	}
 
+	evaluated := c.now()
+	c.metrics.steps.WithLabelValues(stepEvaluate).Observe(evaluated.Sub(start).Seconds())
 	var outcome string
 	if d.Verdict != Wait {
 		c.waiting.Delete(name)
@@ -110,7 +114,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	default:
 		return nil // Ignore: not ours
 	}
-	elapsed := c.now().Sub(start)
+	end := c.now()
+	if outcome == outcomeApproved || outcome == outcomeDenied {
+		c.metrics.steps.WithLabelValues(stepRecord).Observe(end.Sub(evaluated).Seconds())
+	}
+	elapsed := end.Sub(start)
 	c.metrics.observe(outcome, d.Reason, elapsed.Seconds())
 	logger.Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
 	return nil

@@ -74,6 +74,7 @@ func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSi
 	if err != nil {
 		return fmt.Errorf("write certificate of CSR %s: %w", csr.Name, err)
 	}
+	c.issued.Store(csr.Name, struct{}{})
 	klog.FromContext(ctx).V(2).Info("Issued serving certificate", "csr", csr.Name)
 	return nil
 }

@@ -13,8 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/cloudflare/cfssl/helpers"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackward/stackward/pkg/pki"
 )
@@ -98,4 +102,77 @@ func TestTheBuiltInSignerIssuesWhatWasApprovedAndRetriesAFailedSigning(t *testin
 	if err != nil || len(got.Status.Certificate) > 0 {
 		t.Errorf("a denied request was signed (%v)", err)
 	}
+}
+
+// countingSigner counts the certificates it issues, per request.
+type countingSigner struct {
+	mu    sync.Mutex
+	real  *pki.ServingSigner
+	count map[string]int
+}
+
+func (c *countingSigner) Sign(a pki.Approved) ([]byte, error) {
+	c.mu.Lock()
+	c.count[a.CommonName]++
+	c.mu.Unlock()
+	return c.real.Sign(a)
+}
+
+// TestTheBuiltInSignerIssuesEachCertificateOnce: after the approver signed
+// a request, its informer may still show it approved and unsigned (the
+// approval's event arrives before the certificate's); that state must not
+// be signed and written again, which in a join burst cost a second,
+// conflicting write per request.
+func TestTheBuiltInSignerIssuesEachCertificateOnce(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := pki.Init(pki.InitOptions{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := pki.NewServingSigner(ca, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := &countingSigner{real: real, count: map[string]int{}}
+	csr := makeCSR(t, csrSpec{name: "a", node: "node-a", ips: []string{"10.0.0.10"}})
+	client := fake.NewClientset(csr)
+	c, err := NewController(client, testCloud(), Options{Policy: testPolicy, Signer: signer, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(100)
+	c.recorder, c.events.recorder = rec, rec
+	idx := c.csrInformer.GetIndexer()
+	if err := idx.Add(csr); err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	if err := c.sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	issued, err := client.CertificatesV1().CertificateSigningRequests().Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || len(issued.Status.Certificate) == 0 || !awaitsOurSignature(withoutCertificate(issued)) {
+		t.Fatalf("the request was not approved and signed: %v", err)
+	}
+	// The cache now shows the approval without the certificate.
+	if err := idx.Update(withoutCertificate(issued)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	signer.mu.Lock()
+	defer signer.mu.Unlock()
+	if n := signer.count["system:node:node-a"]; n != 1 {
+		t.Errorf("the request was signed %d times, want once", n)
+	}
+}
+
+func withoutCertificate(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequest {
+	out := csr.DeepCopy()
+	out.Status.Certificate = nil
+	return out
 }
