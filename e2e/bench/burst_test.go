@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,17 +33,21 @@ import (
 	"github.com/stackward/stackward/pkg/approver"
 )
 
-// burstCSRs is the size of the join burst: serving CSRs from that many nodes.
-const burstCSRs = 1000
+// burstCSRs is the size of the join burst: serving CSRs from that many
+// nodes, burstSenders of them asking at any moment.
+const (
+	burstCSRs    = 1000
+	burstSenders = 64
+)
 
 // burstConfig is one way to get a join burst's serving certificates
 // approved and issued; the harness (nodes, CSR creation, measurement) is
 // the same for each.
 type burstConfig struct {
 	name string
-	// start runs the approver until stop; writes tells its apiserver writes
-	// (approvals, Events) so far.
-	start func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (writes func() float64, stop func())
+	// start runs the approver until stop; reg holds its metrics (the
+	// apiserver writes, and for stackward-approver the decision steps).
+	start func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (reg *prometheus.Registry, stop func())
 }
 
 // TestBenchJoinBurst sends 1,000 serving CSRs from 1,000 nodes (built with
@@ -95,21 +98,21 @@ func TestBenchJoinBurst(t *testing.T) {
 }
 
 func stackwardDefaults() burstConfig {
-	return burstConfig{name: "stackward_default_flags_kcm_signing", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (func() float64, func()) {
+	return burstConfig{name: "stackward_default_flags_kcm_signing", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (*prometheus.Registry, func()) {
 		reg := prometheus.NewRegistry()
 		// Zero options are the binary's flag defaults.
 		stop, err := cp.RunApprover(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return func() float64 { return gatherSum(t, reg, "stackward_approver_apiserver_writes_total") }, stop
+		return reg, stop
 	}}
 }
 
 // stackwardSigner is stackwardDefaults with --sign-with-ca-dir on the
 // control plane's kubelet-serving CA.
 func stackwardSigner() burstConfig {
-	return burstConfig{name: "stackward_default_flags_builtin_signer", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (func() float64, func()) {
+	return burstConfig{name: "stackward_default_flags_builtin_signer", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (*prometheus.Registry, func()) {
 		reg := prometheus.NewRegistry()
 		stop, err := cp.RunApproverWith(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg}, func(cfg *approver.Config) {
 			cfg.SignWithCADir = filepath.Join(framework.KubernetesDir, "pki")
@@ -117,7 +120,7 @@ func stackwardSigner() burstConfig {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return func() float64 { return gatherSum(t, reg, "stackward_approver_apiserver_writes_total") }, stop
+		return reg, stop
 	}}
 }
 
@@ -125,12 +128,14 @@ func stackwardSigner() burstConfig {
 // the same client QPS as stackward-approver's defaults: the ceiling any
 // approver can reach on this machine and apiserver.
 func trivialApprover() burstConfig {
-	return burstConfig{name: "trivial_approver", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, _ *framework.Cloud) (func() float64, func()) {
+	return burstConfig{name: "trivial_approver", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, _ *framework.Cloud) (*prometheus.Registry, func()) {
 		cfg := rest.CopyConfig(cp.AdminConfig)
 		cfg.QPS, cfg.Burst = approver.DefaultKubeAPIQPS, approver.DefaultKubeAPIBurst
 		client := kubernetes.NewForConfigOrDie(cfg)
 		ctx, cancel := context.WithCancel(ctx)
-		var writes atomic.Int64
+		reg := prometheus.NewRegistry()
+		writes := prometheus.NewCounter(prometheus.CounterOpts{Name: writesMetric})
+		reg.MustRegister(writes)
 		queue := make(chan *certificatesv1.CertificateSigningRequest, 4*burstCSRs)
 		f := informers.NewSharedInformerFactory(client, 0)
 		inf := f.Certificates().V1().CertificateSigningRequests().Informer()
@@ -153,7 +158,7 @@ func trivialApprover() burstConfig {
 						upd := c.DeepCopy()
 						upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 							Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Trivial", Message: "approved on sight"})
-						writes.Add(1)
+						writes.Inc()
 						if _, err := client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, upd, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
 							t.Errorf("trivial approval of %s: %v", c.Name, err)
 						}
@@ -162,7 +167,7 @@ func trivialApprover() burstConfig {
 			})
 		}
 		f.WaitForCacheSync(ctx.Done())
-		return func() float64 { return float64(writes.Load()) }, func() { cancel(); wg.Wait(); f.Shutdown() }
+		return reg, func() { cancel(); wg.Wait(); f.Shutdown() }
 	}}
 }
 
@@ -198,14 +203,19 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 		if clients[i], err = kubernetes.NewForConfig(rc); err != nil {
 			return err
 		}
-		keys[i], err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if keys[i], err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			return err
+		}
+		// A kubelet asks for its serving certificate over the connection
+		// it registered its Node on: open it now, not in the clock.
+		_, err = clients[i].Discovery().ServerVersion()
 		return err
 	})
 
-	var writes func() float64
+	var reg *prometheus.Registry
 	if !backlog {
 		var stop func()
-		writes, stop = cfg.start(ctx, t, cp, cloud)
+		reg, stop = cfg.start(ctx, t, cp, cloud)
 		defer stop()
 	}
 	// An informer, not a bare watch: the apiserver may close a watch that
@@ -224,8 +234,8 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	f.WaitForCacheSync(watchCtx.Done())
 	cloud.Sim.ResetCalls()
 	writesBefore := 0.0
-	if writes != nil {
-		writesBefore = writes()
+	if reg != nil {
+		writesBefore = gatherSum(t, reg, writesMetric)
 	}
 	var created sync.Map
 	start := time.Now()
@@ -233,7 +243,7 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	defer func() { <-creating }()
 	go func() {
 		defer close(creating)
-		parallel(t, n, 25, func(i int) error {
+		parallel(t, n, burstSenders, func(i int) error {
 			name := fmt.Sprintf("%s%04d", prefix, i)
 			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 				Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
@@ -256,9 +266,9 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	if backlog {
 		<-creating
 		var stop func()
-		writes, stop = cfg.start(ctx, t, cp, cloud)
+		reg, stop = cfg.start(ctx, t, cp, cloud)
 		defer stop()
-		writesBefore = writes()
+		writesBefore = gatherSum(t, reg, writesMetric)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 		return obs.issued() == n, nil
@@ -285,13 +295,21 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	}
 	calls := cloud.Sim.Calls()
 	cloudCalls := SumCalls(calls, "compute.", "network.")
+	writes := gatherSum(t, reg, writesMetric) - writesBefore
+	steps := map[string]float64{}
+	for _, step := range []string{"evaluate", "record"} {
+		if mean, ok := gatherMean(t, reg, "stackward_csr_decision_step_duration_seconds", "step", step); ok {
+			steps[step+"_mean_ms"] = mean * 1000
+		}
+	}
 	if backlog {
 		return map[string]any{
 			"approved":                      len(approvedAt),
 			"approvals_per_second":          float64(len(approvedAt)-1) / lastApproval.Sub(firstApproval).Seconds(),
 			"cloud_calls_per_approval":      PerUnit(cloudCalls, len(approvedAt)),
 			"calls_by_operation":            calls,
-			"apiserver_writes_per_approval": (writes() - writesBefore) / float64(len(approvedAt)),
+			"apiserver_writes_per_approval": writes / float64(len(approvedAt)),
+			"decision_steps":                steps,
 		}
 	}
 	return map[string]any{
@@ -304,8 +322,36 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 		"cloud_calls":                   cloudCalls,
 		"cloud_calls_per_approval":      PerUnit(cloudCalls, len(approvedAt)),
 		"calls_by_operation":            calls,
-		"apiserver_writes_per_approval": (writes() - writesBefore) / float64(len(approvedAt)),
+		"apiserver_writes_per_approval": writes / float64(len(approvedAt)),
+		"decision_steps":                steps,
 	}
+}
+
+// writesMetric counts an approver's apiserver writes (approvals, Events,
+// certificates).
+const writesMetric = "stackward_approver_apiserver_writes_total"
+
+// gatherMean is the mean of the histogram series of family name whose
+// label is value; false when there is none or it is empty.
+func gatherMean(t *testing.T, reg *prometheus.Registry, name, label, value string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value && m.GetHistogram().GetSampleCount() > 0 {
+					return m.GetHistogram().GetSampleSum() / float64(m.GetHistogram().GetSampleCount()), true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // gatherSum adds every series of a counter family in reg.

@@ -77,8 +77,16 @@ const (
 	// one page per 1,000 servers), however many requests it brings, for at
 	// most 250 ms more latency.
 	DefaultCoalesceWindow = 250 * time.Millisecond
-	DefaultWorkers        = 128
-	DefaultEventWindow    = 10 * time.Second
+	// When a listing takes longer than the window (a slow cloud, many
+	// pages), the next one starts anyway, up to this many at once: a
+	// request then waits about one window for its listing to start, not
+	// for the previous one to end.
+	DefaultCoalesceOverlap = 3
+	// Workers mostly wait for a shared listing: there are enough that a
+	// 1,000-node burst is answered by a few listings rather than by
+	// 1,000/workers rounds of them.
+	DefaultWorkers     = 1024
+	DefaultEventWindow = 10 * time.Second
 )
 
 func (le *LeaderElection) withDefaults() {

@@ -17,12 +17,22 @@ const (
 	outcomeWaiting     = "waiting"      // the instance is not running; looked at again later
 )
 
+// Steps of a decision, the "step" label of the step duration.
+const (
+	stepEvaluate = "evaluate"
+	stepRecord   = "record"
+)
+
 // metrics are registered on the Registerer the caller passes in, never on
 // the global one, so that tests and several controllers in one process do
 // not collide.
 type metrics struct {
 	decisions *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
+	// steps splits a decision's time: evaluating (the cloud lookup, shared
+	// or not, and the checks) and recording (the apiserver write, client
+	// rate limit included), to tell which one a burst waits for.
+	steps *prometheus.HistogramVec
 	// writes counts what deciding costs the apiserver (approvals, Events);
 	// leader election renewals are not decisions and not counted.
 	writes *prometheus.CounterVec
@@ -39,12 +49,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to evaluate one kubelet serving CSR and record the outcome, cloud lookups included, by outcome.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"decision"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stackward_csr_decision_step_duration_seconds",
+			Help:    "Time of each step of a decision: evaluate (cloud lookup and checks) and record (the apiserver write of the approval or denial, with the client's rate limit; signing included with --sign-with-ca-dir).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"step"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackward_approver_apiserver_writes_total",
 			Help: "Apiserver writes made to record decisions, by resource (certificatesigningrequests/approval, certificatesigningrequests/status when signing, events) and verb, failed ones included.",
 		}, []string{"resource", "verb"}),
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.writes} {
+	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.steps, m.writes} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
