@@ -163,6 +163,7 @@ type soak struct {
 	stopCCM   func()
 	stopAppr  func()
 	other     other
+	armed     *armedFault // the Octavia provisioning fault waiting to fire
 	before    string
 	mu        sync.Mutex // nodes and services, read by the sampler
 	nodes     map[string]*node
