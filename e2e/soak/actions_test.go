@@ -357,7 +357,7 @@ func (s *soak) unconverged() (float64, int, []string) {
 		case framework.HasTaint(&k, "node.cloudprovider.kubernetes.io/uninitialized"):
 			why = "uninitialized"
 		case !framework.IsReady(&k):
-			why = "not Ready"
+			why = "not Ready: " + readySummary(&k)
 		default:
 			continue
 		}

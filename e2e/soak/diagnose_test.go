@@ -149,3 +149,14 @@ func age(t time.Time) string {
 	}
 	return time.Since(t).Round(time.Second).String()
 }
+
+// readySummary is the Node's Ready condition in brief: status, reason and
+// how long it has been so.
+func readySummary(k *corev1.Node) string {
+	for _, c := range k.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return fmt.Sprintf("%s %s for %s", c.Status, c.Reason, age(c.LastTransitionTime.Time))
+		}
+	}
+	return "no Ready condition"
+}
