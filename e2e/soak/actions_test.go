@@ -34,13 +34,11 @@ func (s *soak) run() {
 	restarted := false
 	for time.Now().Before(end) && s.ctx.Err() == nil {
 		now := time.Now()
-		s.checkArmed(&faultUntil, false)
+		s.checkArmed(false)
 		if !faultUntil.IsZero() && now.After(faultUntil) {
-			s.checkArmed(&faultUntil, true)
-			if time.Now().After(faultUntil) { // not extended by a stuck change
-				s.cloud.Sim.ClearFaults()
-				faultUntil = time.Time{}
-			}
+			s.checkArmed(true)
+			s.cloud.Sim.ClearFaults()
+			faultUntil = time.Time{}
 		}
 		switch {
 		case now.After(nextCCM):
@@ -68,7 +66,7 @@ func (s *soak) run() {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	s.checkArmed(&faultUntil, true)
+	s.checkArmed(true)
 	s.cloud.Sim.ClearFaults()
 }
 
@@ -143,11 +141,11 @@ type armedFault struct {
 }
 
 // checkArmed watches the armed Octavia fault: once it fires, its reported
-// window becomes the change's (stuck) time and no other cloud fault starts
-// before that change has ended; if it is disarmed (disarm) without having
-// fired, it is reported as a fault kind of its own so that the counts by
-// kind are only faults that happened.
-func (s *soak) checkArmed(faultUntil *time.Time, disarm bool) {
+// window becomes the time the change stays stuck (other faults may come
+// meanwhile: the stuck change holds only its own load balancer); if it is
+// disarmed without having fired, it is reported as a fault kind of its own
+// so that the counts by kind are only faults that happened.
+func (s *soak) checkArmed(disarm bool) {
 	a := s.armed
 	if a == nil {
 		return
@@ -155,9 +153,6 @@ func (s *soak) checkArmed(faultUntil *time.Time, disarm bool) {
 	f := &s.report.Faults[a.index]
 	if uses := s.cloud.Sim.FaultUses(); len(uses) > 0 && uses[0] > 0 {
 		f.Until = s.elapsed() + a.hangFor.Seconds()
-		if end := time.Now().Add(a.hangFor); faultUntil.Before(end) {
-			*faultUntil = end
-		}
 		f.Detail += fmt.Sprintf("; fired at %.0fs", s.elapsed())
 		s.armed = nil
 		return
