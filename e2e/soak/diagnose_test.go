@@ -13,6 +13,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
@@ -159,4 +161,27 @@ func readySummary(k *corev1.Node) string {
 		}
 	}
 	return "no Ready condition"
+}
+
+// watchReadyLoss counts Nodes that lose Ready while their kubelet runs (a
+// node the soak took down is not counted): the node lifecycle controller
+// marking a live kubelet's Node Unknown is a heartbeat that came too late,
+// expected around the apiserver restart and under CPU starvation, not as a
+// steady beat (which is what a Lease renewed less often than the
+// node-monitor grace period gives).
+func (s *soak) watchReadyLoss(factory informers.SharedInformerFactory) {
+	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		was, ok1 := oldObj.(*corev1.Node)
+		now, ok2 := newObj.(*corev1.Node)
+		if !ok1 || !ok2 || !framework.IsReady(was) || framework.IsReady(now) {
+			return
+		}
+		s.mu.Lock()
+		n := s.nodes[now.Name]
+		running := n != nil && n.up && n.kubelet != nil
+		s.mu.Unlock()
+		if running {
+			s.led.count("Ready lost by a Node whose kubelet runs")
+		}
+	}})
 }

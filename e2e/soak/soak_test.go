@@ -195,6 +195,7 @@ func (s *soak) setUp(nNodes int) {
 	s.startCCM()
 	factory := informers.NewSharedInformerFactory(s.cp.Admin, 0)
 	s.led.watch(ctx, factory)
+	s.watchReadyLoss(factory)
 	for i := 1; i <= nNodes; i++ {
 		s.join(fmt.Sprintf("soak-%d", i), i)
 	}
