@@ -34,7 +34,9 @@ func (s *soak) run() {
 	restarted := false
 	for time.Now().Before(end) && s.ctx.Err() == nil {
 		now := time.Now()
+		s.checkArmed(false)
 		if !faultUntil.IsZero() && now.After(faultUntil) {
+			s.checkArmed(true)
 			s.cloud.Sim.ClearFaults()
 			faultUntil = time.Time{}
 		}
@@ -64,6 +66,7 @@ func (s *soak) run() {
 		case <-time.After(2 * time.Second):
 		}
 	}
+	s.checkArmed(true)
 	s.cloud.Sim.ClearFaults()
 }
 
@@ -99,16 +102,66 @@ func (s *soak) step(faultUntil *time.Time) {
 		*faultUntil = time.Now().Add(window)
 	case r < 35 && faultFree:
 		s.setFault(cloudsim.FaultRule{Service: "load-balancer", Operation: "provisioning", Status: 500, Times: 1})
-		s.fault("octavia ERROR", "the next load balancer change ends in ERROR", until)
+		s.fault(kindOctaviaError, fmt.Sprintf("the next load balancer change ends in ERROR (armed for %s)", window), until)
+		s.armed = &armedFault{index: len(s.report.Faults) - 1}
 		*faultUntil = time.Now().Add(window)
-	case r < 47:
+	case r < 39 && faultFree:
+		// A lost amphora: Octavia's controller retries, then gives up.
+		hangFor := time.Duration(20+s.rng.IntN(41)) * time.Second
+		rule := cloudsim.FaultRule{Service: "load-balancer", Operation: "provisioning", Hang: true, HangFor: hangFor, Times: 1}
+		ends := "ACTIVE"
+		if s.rng.IntN(2) == 0 {
+			rule.Status, ends = 500, "ERROR"
+		}
+		s.setFault(rule)
+		s.fault(kindOctaviaStuck, fmt.Sprintf("the next load balancer change stays PENDING_* for %s, then ends %s (armed for %s)", hangFor, ends, window), until)
+		s.armed = &armedFault{index: len(s.report.Faults) - 1, hangFor: hangFor}
+		*faultUntil = time.Now().Add(window)
+	case r < 50:
 		s.leave()
-	case r < 59:
+	case r < 62:
 		s.rejoin()
-	case r < 69:
+	case r < 71:
 		s.moveFloatingIP()
 	default:
 		s.churnService()
+	}
+}
+
+const (
+	kindOctaviaError = "octavia ERROR"
+	kindOctaviaStuck = "octavia stuck PENDING"
+)
+
+// armedFault is a one-shot Octavia provisioning fault: it fires on the next
+// load balancer change, if one comes while it is armed.
+type armedFault struct {
+	index   int           // in report.Faults
+	hangFor time.Duration // how long the change then stays PENDING_*
+}
+
+// checkArmed watches the armed Octavia fault: once it fires, its reported
+// window becomes the time the change stays stuck (other faults may come
+// meanwhile: the stuck change holds only its own load balancer); if it is
+// disarmed without having fired, it is reported as a fault kind of its own
+// so that the counts by kind are only faults that happened.
+func (s *soak) checkArmed(disarm bool) {
+	a := s.armed
+	if a == nil {
+		return
+	}
+	f := &s.report.Faults[a.index]
+	if uses := s.cloud.Sim.FaultUses(); len(uses) > 0 && uses[0] > 0 {
+		f.Until = s.elapsed() + a.hangFor.Seconds()
+		f.Detail += fmt.Sprintf("; fired at %.0fs", s.elapsed())
+		s.armed = nil
+		return
+	}
+	if disarm {
+		f.Kind += " (armed, not fired)"
+		f.Detail += "; no load balancer change came while it was armed"
+		f.Until = s.elapsed()
+		s.armed = nil
 	}
 }
 
@@ -299,7 +352,7 @@ func (s *soak) unconverged() (float64, int, []string) {
 		case framework.HasTaint(&k, "node.cloudprovider.kubernetes.io/uninitialized"):
 			why = "uninitialized"
 		case !framework.IsReady(&k):
-			why = "not Ready"
+			why = "not Ready: " + readySummary(&k)
 		default:
 			continue
 		}
@@ -319,17 +372,20 @@ func (s *soak) unconverged() (float64, int, []string) {
 }
 
 // converge waits, after the last fault, until every Node and Service has
-// converged and every up node's route is on the router. A Service whose
-// load balancer Octavia left in ERROR is deleted and created again, as its
-// Event tells the operator to.
+// converged and every up node's route is on the router. Nothing is helped
+// along: a load balancer Octavia left in ERROR must be recreated by
+// stackward-ccm itself. A Node not Ready for 30 s is diagnosed in the log
+// while waiting, and every unconverged one in the violation.
 func (s *soak) converge() {
 	start := time.Now()
-	last := time.Time{}
+	logged := map[string]bool{}
 	err := wait.PollUntilContextTimeout(s.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if _, n := s.lag(); n != 0 {
-			if time.Since(last) > 20*time.Second {
-				last = time.Now()
-				s.recreateErrored(ctx)
+		if _, n, names := s.unconverged(); n != 0 {
+			for _, name := range names {
+				if n := s.nodeOf(name); n != nil && !logged[n.name] && time.Since(start) > 30*time.Second {
+					logged[n.name] = true
+					s.t.Logf("converge: %s after %.0fs: %s", name, time.Since(start).Seconds(), s.diagnoseNode(ctx, n))
+				}
 			}
 			return false, nil
 		}
@@ -338,13 +394,20 @@ func (s *soak) converge() {
 	s.report.ConvergenceSeconds = time.Since(start).Seconds()
 	if err != nil {
 		lag, n, names := s.unconverged()
-		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v", time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx))
+		var why []string
 		for _, name := range names {
-			if k := s.nodes[strings.Fields(strings.TrimPrefix(name, "node "))[0]]; k != nil && k.kubelet != nil {
-				done, err := k.kubelet.Process.Exited()
-				s.t.Logf("kubelet of %s (launched %.0fs in, exited %v %v):\n%s", k.name, k.since.Sub(s.led.start).Seconds(), done, err, k.kubelet.Process.Tail(3000))
+			if k := s.nodeOf(name); k != nil {
+				why = append(why, k.name+": "+s.diagnoseNode(s.ctx, k))
+				if kl := s.kubeletOf(k); kl != nil {
+					done, err := kl.Process.Exited()
+					s.t.Logf("kubelet of %s (launched %.0fs in, exited %v %v):\n%s", k.name, k.since.Sub(s.led.start).Seconds(), done, err, kl.Process.Tail(3000))
+				}
+			} else if svc, ok := strings.CutPrefix(name, "service "); ok {
+				why = append(why, "service "+svc+": "+s.diagnoseService(s.ctx, svc))
 			}
 		}
+		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v; diagnosis:\n  %s",
+			time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx), strings.Join(why, "\n  "))
 	}
 	after, err := s.other.snapshot(s.ctx, s.api, s.routerID)
 	if err != nil {
@@ -355,28 +418,6 @@ func (s *soak) converge() {
 		s.led.inv.OtherResourcesChanged++
 		s.led.mu.Unlock()
 		s.led.violate("the other cluster's or the operator's resources changed:\nbefore %s\nafter  %s", s.before, after)
-	}
-}
-
-func (s *soak) recreateErrored(ctx context.Context) {
-	pages, err := loadbalancers.List(s.api.octavia, loadbalancers.ListOpts{ProvisioningStatus: "ERROR"}).AllPages(ctx)
-	if err != nil {
-		return
-	}
-	lbs, _ := loadbalancers.ExtractLoadBalancers(pages)
-	for _, lb := range lbs {
-		for name := range s.services {
-			if lb.Name == "kube_service_lab_soak_"+name && lb.ID != s.other.lbID {
-				_ = s.cp.Admin.CoreV1().Services("soak").Delete(ctx, name, metav1.DeleteOptions{})
-				if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-					_, err := s.cp.Admin.CoreV1().Services("soak").Get(ctx, name, metav1.GetOptions{})
-					return apierrors.IsNotFound(err), nil
-				}); err == nil {
-					_, _ = s.cp.Admin.CoreV1().Services("soak").Create(ctx, lbService(name), metav1.CreateOptions{})
-					s.led.count("services recreated after Octavia ERROR")
-				}
-			}
-		}
 	}
 }
 

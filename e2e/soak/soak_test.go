@@ -163,6 +163,7 @@ type soak struct {
 	stopCCM   func()
 	stopAppr  func()
 	other     other
+	armed     *armedFault // the Octavia provisioning fault waiting to fire
 	before    string
 	mu        sync.Mutex // nodes and services, read by the sampler
 	nodes     map[string]*node
@@ -194,6 +195,7 @@ func (s *soak) setUp(nNodes int) {
 	s.startCCM()
 	factory := informers.NewSharedInformerFactory(s.cp.Admin, 0)
 	s.led.watch(ctx, factory)
+	s.watchReadyLoss(factory)
 	for i := 1; i <= nNodes; i++ {
 		s.join(fmt.Sprintf("soak-%d", i), i)
 	}

@@ -162,6 +162,7 @@ type adminFault struct {
 	ErrorRate   float64 `json:"errorRate,omitempty"`
 	Latency     string  `json:"latency,omitempty"`
 	Hang        bool    `json:"hang,omitempty"`
+	HangFor     string  `json:"hangFor,omitempty"`
 	Times       int     `json:"times,omitempty"`
 	NoRequestID bool    `json:"noRequestID,omitempty"`
 }
@@ -179,6 +180,11 @@ func (a adminFault) rule() (FaultRule, error) {
 			return f, fmt.Errorf("latency: %v: %w", err, ErrInvalid)
 		}
 	}
+	if a.HangFor != "" {
+		if f.HangFor, err = time.ParseDuration(a.HangFor); err != nil {
+			return f, fmt.Errorf("hangFor: %v: %w", err, ErrInvalid)
+		}
+	}
 	return f, nil
 }
 
@@ -189,6 +195,9 @@ func toAdminFault(f FaultRule) adminFault {
 	}
 	if f.Latency > 0 {
 		a.Latency = f.Latency.String()
+	}
+	if f.HangFor > 0 {
+		a.HangFor = f.HangFor.String()
 	}
 	return a
 }

@@ -16,8 +16,8 @@ type FaultRule struct {
 	// Operation is a counter operation name ("servers.detail",
 	// "ports.list"...) or "*"/"" for every operation of the service. The
 	// load-balancer operation "provisioning" makes Octavia objects end in
-	// provisioning_status ERROR instead of ACTIVE, or, with Hang, never
-	// settle: they stay PENDING_* (a stuck amphora).
+	// provisioning_status ERROR instead of ACTIVE, or, with Hang, stay
+	// PENDING_* (a stuck amphora): for ever, or for HangFor.
 	Operation string `json:"operation,omitempty"`
 	// Status is the HTTP status to answer with (500, 503, 429...); 0 means
 	// no error, only Latency or Hang.
@@ -32,6 +32,12 @@ type FaultRule struct {
 	// Hang holds matching calls until the client gives up (or the
 	// simulator is closed).
 	Hang bool `json:"hang,omitempty"`
+	// HangFor bounds a Hang on the "provisioning" operation: the change
+	// stays PENDING_* this long and then ends, as Octavia's controller ends
+	// it after its retry timeout when an amphora is lost: in ERROR when
+	// Status is set, in ACTIVE otherwise. 0 keeps it PENDING_* for ever.
+	// Only valid with Hang on the "provisioning" operation.
+	HangFor time.Duration `json:"hangFor,omitempty"`
 	// Times limits the rule to that many triggered calls; 0 is unlimited.
 	Times int `json:"times,omitempty"`
 	// NoRequestID answers the error as something in front of the service
@@ -63,6 +69,9 @@ func (s *Sim) SetFault(rule FaultRule) error {
 	if rule.Status != 0 && (rule.Status < 400 || rule.Status > 599) {
 		return fmt.Errorf("fault status %d is not an HTTP error: %w", rule.Status, ErrInvalid)
 	}
+	if rule.HangFor < 0 || (rule.HangFor > 0 && (!rule.Hang || rule.Operation != "provisioning")) {
+		return fmt.Errorf("fault hangFor %s needs hang on the provisioning operation and a positive duration: %w", rule.HangFor, ErrInvalid)
+	}
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	s.faults = append(s.faults, &faultState{rule: rule})
@@ -74,6 +83,18 @@ func (s *Sim) ClearFaults() {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	s.faults = nil
+}
+
+// FaultUses returns how many times each active rule has fired, in the
+// order of Faults.
+func (s *Sim) FaultUses() []int {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	out := make([]int, 0, len(s.faults))
+	for _, f := range s.faults {
+		out = append(out, f.used)
+	}
+	return out
 }
 
 // Faults returns the active fault rules.
@@ -114,8 +135,9 @@ func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bo
 }
 
 // provisioningFault reports how a settling Octavia change ends: in ERROR
-// (fail), or not at all (hang: it stays PENDING_*).
-func (s *Sim) provisioningFault() (fail, hang bool) {
+// (fail), or not now (hang: it stays PENDING_*, for ever when hangFor is 0,
+// else for hangFor and then it ends in ERROR when fail).
+func (s *Sim) provisioningFault() (fail, hang bool, hangFor time.Duration) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	for _, f := range s.faults {
@@ -128,9 +150,12 @@ func (s *Sim) provisioningFault() (fail, hang bool) {
 			continue
 		}
 		f.used++
-		return !r.Hang, r.Hang
+		if r.Hang {
+			return r.HangFor > 0 && r.Status != 0, true, r.HangFor
+		}
+		return true, false, 0
 	}
-	return false, false
+	return false, false, 0
 }
 
 // applyFaults delays, hangs or fails a request; false means it was answered.

@@ -167,6 +167,18 @@ func TestAdminAPI(t *testing.T) {
 			}
 			do("DELETE", "/admin/faults", "", 204)
 		}},
+		{"a bounded provisioning hang round-trips with its duration", func(t *testing.T) {
+			do("POST", "/admin/faults", `{"service":"load-balancer","operation":"provisioning","hang":true,"hangFor":"30s","status":500}`, 201)
+			got := do("GET", "/admin/faults", "", 200)["faults"].([]any)
+			if len(got) != 1 || got[0].(map[string]any)["hangFor"] != "30s" {
+				t.Fatalf("faults = %v", got)
+			}
+			if r := sim.Faults(); len(r) != 1 || r[0].HangFor != 30*time.Second {
+				t.Fatalf("rules = %+v", r)
+			}
+			do("DELETE", "/admin/faults", "", 204)
+			do("POST", "/admin/faults", `{"service":"load-balancer","operation":"provisioning","hangFor":"30s"}`, 400)
+		}},
 		{"counters are served", func(t *testing.T) {
 			calls := do("GET", "/admin/calls", "", 200)["calls"].(map[string]any)
 			if calls["compute.servers.get"].(float64) < 2 {

@@ -7,7 +7,8 @@ import (
 
 // Octavia's provisioning state machine. Every change puts the load balancer
 // and the touched objects into PENDING_*; after Options.OctaviaDelay they
-// settle into ACTIVE (or ERROR when a "provisioning" fault fires) and
+// settle into ACTIVE (or ERROR when a "provisioning" fault fires; a Hang
+// fault keeps them PENDING_*, for ever or for its HangFor) and
 // PENDING_DELETE objects disappear. While an LB is PENDING_* it is immutable:
 // any change under it is a 409, which is what makes clients poll.
 
@@ -135,10 +136,21 @@ func (s *Sim) scheduleSettle(lbID string) {
 }
 
 func (s *Sim) settle(lbID string) {
-	fail, hang := s.provisioningFault()
-	if hang {
+	fail, hang, hangFor := s.provisioningFault()
+	switch {
+	case hang && hangFor == 0:
 		return // stuck PENDING_*, as with a lost amphora
+	case hang:
+		// Octavia's controller gives up on the lost amphora after its
+		// retry timeout and ends the change.
+		time.AfterFunc(hangFor, func() { s.finish(lbID, fail) })
+		return
 	}
+	s.finish(lbID, fail)
+}
+
+// finish ends the LB's pending change: ACTIVE, or ERROR when fail.
+func (s *Sim) finish(lbID string, fail bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state

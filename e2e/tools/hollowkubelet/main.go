@@ -47,6 +47,7 @@ type config struct {
 	certDir             string
 	rootDir             string
 	statusUpdate        time.Duration
+	leaseDuration       time.Duration
 	serverTLSBootstrap  bool
 }
 
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&c.certDir, "cert-dir", "", "Directory for client and serving certificates (default <root-dir>/pki).")
 	flag.StringVar(&c.rootDir, "root-dir", "", "Kubelet root directory (required).")
 	flag.DurationVar(&c.statusUpdate, "node-status-update-frequency", 10*time.Second, "How often the kubelet posts node status.")
+	flag.DurationVar(&c.leaseDuration, "node-lease-duration", 0, "Duration of the node's Lease in kube-node-lease, renewed every quarter of it (whole seconds; default 4 x --node-status-update-frequency, so the Lease is renewed as often as the status is checked, as with a default kubelet).")
 	flag.BoolVar(&c.serverTLSBootstrap, "server-tls-bootstrap", true, "Request the serving certificate from the certificates API (serverTLSBootstrap).")
 	flag.Parse()
 
@@ -124,6 +126,21 @@ func run(ctx context.Context, c config) error {
 	kc.ServerTLSBootstrap = c.serverTLSBootstrap
 	kc.RotateCertificates = true
 	kc.NodeStatusUpdateFrequency.Duration = c.statusUpdate
+	// The kubelet posts its status only when it changes (or every
+	// NodeStatusReportFrequency, 5 min in kubemark) and otherwise heartbeats
+	// through its Lease, renewed every quarter of the lease duration. With
+	// the default 40 s that is every 10 s: longer than a short
+	// node-monitor-grace-period (the lab's is 8 s), so the node lifecycle
+	// controller would mark every Node Ready=Unknown between renewals until
+	// the kubelet posts True again: Nodes that flap.
+	lease := c.leaseDuration
+	if lease == 0 {
+		lease = 4 * c.statusUpdate
+	}
+	if lease < time.Second || lease%time.Second != 0 {
+		return fmt.Errorf("--node-lease-duration %s: want whole seconds, at least 1s", lease)
+	}
+	kc.NodeLeaseDurationSeconds = int32(lease / time.Second)
 	kc.RegisterWithTaints = nil
 
 	heartbeatConfig := *restConfig
