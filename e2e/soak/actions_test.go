@@ -221,7 +221,18 @@ func (s *soak) rejoin() {
 	if n == nil {
 		return
 	}
-	if _, err := s.cp.Admin.CoreV1().Nodes().Get(s.ctx, n.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	k, err := s.cp.Admin.CoreV1().Nodes().Get(s.ctx, n.name, metav1.GetOptions{})
+	switch {
+	case err == nil && k.Spec.ProviderID == "" && time.Since(k.CreationTimestamp.Time) > 2*time.Minute:
+		// Its server was deleted before the CCM matched the Node to it. The
+		// CCM does not delete a Node it never matched (its name may just not
+		// be a server's) and says so in an InstanceNotFound Event; the
+		// operator removes it, as the soak does here.
+		if err := s.cp.Admin.CoreV1().Nodes().Delete(s.ctx, n.name, metav1.DeleteOptions{}); err == nil {
+			s.led.count("never-initialized Nodes of deleted servers removed by the operator")
+		}
+		return
+	case !apierrors.IsNotFound(err):
 		return
 	}
 	s.join(n.name, n.i)
@@ -431,6 +442,9 @@ func (s *soak) routesConverged(ctx context.Context) bool {
 		return false
 	}
 	for _, n := range nodes.Items {
+		if n.Spec.ProviderID == "" {
+			continue // never initialized: the route controller waits for the CCM
+		}
 		hop := ""
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP {
