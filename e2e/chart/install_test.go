@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
@@ -514,15 +515,20 @@ func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 			t.Cleanup(func() {
 				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), name, metav1.DeleteOptions{})
 			})
-			got, err := sa.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("the ServiceAccount cannot read the CSR: %v", err)
-			}
-			got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-				Reason: "ChartRBACTest", Message: "approved by the chart's ServiceAccount",
+			// kube-controller-manager may approve the client CSR meanwhile
+			// (the admin who created it may): a conflict is tried again.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				got, err := sa.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatalf("the ServiceAccount cannot read the CSR: %v", err)
+				}
+				got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+					Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+					Reason: "ChartRBACTest", Message: "approved by the chart's ServiceAccount",
+				})
+				_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, got, metav1.UpdateOptions{})
+				return err
 			})
-			_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, got, metav1.UpdateOptions{})
 			switch {
 			case tt.allow && err != nil:
 				t.Errorf("approval: %v", err)
