@@ -40,7 +40,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
@@ -486,12 +485,15 @@ func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 	tests := []struct {
 		name   string
 		signer string
+		cn     string
 		usages []certificatesv1.KeyUsage
 		allow  bool
 	}{
-		{"approving a kubelet serving CSR succeeds", certificatesv1.KubeletServingSignerName,
+		{"approving a kubelet serving CSR succeeds", certificatesv1.KubeletServingSignerName, "system:node:chart-sdk-node",
 			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, true},
-		{"approving a kubelet client CSR is forbidden", certificatesv1.KubeAPIServerClientKubeletSignerName,
+		// Not a node's name: kube-controller-manager would approve a node
+		// client certificate the admin asks for before the test could try.
+		{"approving a kubelet client CSR is forbidden", certificatesv1.KubeAPIServerClientKubeletSignerName, "chart-sdk-client",
 			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, false},
 	}
 	if variant != "" {
@@ -504,7 +506,7 @@ func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 			csr := &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: certificatesv1.CertificateSigningRequestSpec{
-					Request:    csrPEM(t, "system:node:chart-sdk-node", tt.signer == certificatesv1.KubeletServingSignerName),
+					Request:    csrPEM(t, tt.cn, tt.signer == certificatesv1.KubeletServingSignerName),
 					SignerName: tt.signer,
 					Usages:     tt.usages,
 				},
@@ -515,20 +517,15 @@ func checkApprovals(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 			t.Cleanup(func() {
 				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), name, metav1.DeleteOptions{})
 			})
-			// kube-controller-manager may approve the client CSR meanwhile
-			// (the admin who created it may): a conflict is tried again.
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				got, err := sa.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatalf("the ServiceAccount cannot read the CSR: %v", err)
-				}
-				got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-					Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-					Reason: "ChartRBACTest", Message: "approved by the chart's ServiceAccount",
-				})
-				_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, got, metav1.UpdateOptions{})
-				return err
+			got, err := sa.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the ServiceAccount cannot read the CSR: %v", err)
+			}
+			got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+				Reason: "ChartRBACTest", Message: "approved by the chart's ServiceAccount",
 			})
+			_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, got, metav1.UpdateOptions{})
 			switch {
 			case tt.allow && err != nil:
 				t.Errorf("approval: %v", err)
