@@ -61,7 +61,9 @@ func waitCertificate(t *testing.T, client kubernetes.Interface, name string) *x5
 	return cert
 }
 
-func TestTheBuiltInSignerIssuesWhatWasApprovedAndRetriesAFailedSigning(t *testing.T) {
+// testSigner is the built-in signer on a new kubelet-serving CA.
+func testSigner(t *testing.T) (*pki.ServingSigner, *pki.CA) {
+	t.Helper()
 	dir := t.TempDir()
 	if _, err := pki.Init(pki.InitOptions{Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -74,6 +76,11 @@ func TestTheBuiltInSignerIssuesWhatWasApprovedAndRetriesAFailedSigning(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return real, ca
+}
+
+func TestTheBuiltInSignerIssuesWhatWasApprovedAndRetriesAFailedSigning(t *testing.T) {
+	real, ca := testSigner(t)
 	signer := &flakySigner{fail: 1, real: real}
 	good := makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}, dns: []string{"node-a"}})
 	stolen := makeCSR(t, csrSpec{name: "stolen", node: "node-a", ips: []string{"10.0.0.11"}})
@@ -124,18 +131,7 @@ func (c *countingSigner) Sign(a pki.Approved) ([]byte, error) {
 // be signed and written again, which in a join burst cost a second,
 // conflicting write per request.
 func TestTheBuiltInSignerIssuesEachCertificateOnce(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := pki.Init(pki.InitOptions{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := pki.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := pki.NewServingSigner(ca, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	real, _ := testSigner(t)
 	signer := &countingSigner{real: real, count: map[string]int{}}
 	csr := makeCSR(t, csrSpec{name: "a", node: "node-a", ips: []string{"10.0.0.10"}})
 	client := fake.NewClientset(csr)
