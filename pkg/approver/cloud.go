@@ -256,8 +256,7 @@ func (c *openStackCloud) snapshot(ctx context.Context, keys []nodeKey) (*project
 		}
 	}
 	var servers []openstack.Server
-	// "^(", ")$" and an escaped "|" per name.
-	for _, chunk := range openstack.Chunks(names, 3, openstack.QueryBudget-6) {
+	for _, chunk := range openstack.NameChunks(names, openstack.QueryBudget) {
 		if err := c.wait(ctx); err != nil {
 			return nil, err
 		}

@@ -17,20 +17,31 @@ import (
 const QueryBudget = 4000
 
 // Chunks splits values into runs whose URL-encoded sizes, each counted
-// with perValue bytes of overhead (the key, "=" and "&", or a separator),
-// stay within budget; a value too long for a run alone is a run of its own.
+// with perValue bytes of overhead (the key, "=" and "&"), stay within
+// budget; a value too long for a run alone is a run of its own.
 func Chunks(values []string, perValue, budget int) [][]string {
+	return chunksBy(values, func(v string) int { return len(url.QueryEscape(v)) + perValue }, budget)
+}
+
+// NameChunks splits names into runs whose NamesRegexp, URL-encoded, stays
+// within budget.
+func NameChunks(names []string, budget int) [][]string {
+	// "^(" and ")$" once, an encoded "|" per name.
+	return chunksBy(names, func(n string) int { return len(url.QueryEscape(regexp.QuoteMeta(n))) + len("%7C") }, budget-len("%5E%28%29%24"))
+}
+
+func chunksBy(values []string, size func(string) int, budget int) [][]string {
 	var out [][]string
 	var run []string
-	size := 0
+	total := 0
 	for _, v := range values {
-		n := len(url.QueryEscape(v)) + perValue
-		if len(run) > 0 && size+n > budget {
+		n := size(v)
+		if len(run) > 0 && total+n > budget {
 			out = append(out, run)
-			run, size = nil, 0
+			run, total = nil, 0
 		}
 		run = append(run, v)
-		size += n
+		total += n
 	}
 	if len(run) > 0 {
 		out = append(out, run)

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -36,6 +37,24 @@ func TestChunksKeepEachRequestWithinTheBudget(t *testing.T) {
 	}
 	if got := Chunks(nil, 1, QueryBudget); got != nil {
 		t.Errorf("no values: %v, want no chunk (no request)", got)
+	}
+}
+
+func TestNameChunksKeepEachNameFilterWithinTheBudget(t *testing.T) {
+	var names []string
+	for i := range 400 {
+		names = append(names, fmt.Sprintf("node-%03d.k8s.example.com", i)) // dots are escaped: longer
+	}
+	chunks := NameChunks(names, QueryBudget)
+	var back []string
+	for _, c := range chunks {
+		if q := url.QueryEscape(NamesRegexp(c)); len(q) > QueryBudget {
+			t.Errorf("a chunk of %d names makes a %d-byte filter, over the %d budget", len(c), len(q), QueryBudget)
+		}
+		back = append(back, c...)
+	}
+	if !slices.Equal(back, names) || len(chunks) < 2 {
+		t.Errorf("%d chunks holding %d names; want every name once, in a few chunks", len(chunks), len(back))
 	}
 }
 
