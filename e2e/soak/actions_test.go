@@ -228,7 +228,8 @@ func (s *soak) rejoin() {
 		// CCM does not delete a Node it never matched (its name may just not
 		// be a server's) and says so in an InstanceNotFound Event; the
 		// operator removes it, as the soak does here.
-		if err := s.cp.Admin.CoreV1().Nodes().Delete(s.ctx, n.name, metav1.DeleteOptions{}); err == nil {
+		s.led.operatorDeletes(k.UID)
+		if err := s.cp.Admin.CoreV1().Nodes().Delete(s.ctx, n.name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(k.UID))}); err == nil {
 			s.led.count("never-initialized Nodes of deleted servers removed by the operator")
 		}
 		return

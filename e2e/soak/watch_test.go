@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -43,14 +44,17 @@ type ledger struct {
 	start          time.Time
 	spans          map[string][]span // node name -> addresses over time
 	deletedServers map[string]bool   // server IDs the soak deleted
-	checkedCSRs    map[string]bool
-	violations     []string
-	inv            Invariants
-	counts         map[string]int
+	// operatorDeleted are the Nodes the soak deleted itself, as an operator
+	// (never-initialized Nodes of deleted servers), by UID.
+	operatorDeleted map[types.UID]bool
+	checkedCSRs     map[string]bool
+	violations      []string
+	inv             Invariants
+	counts          map[string]int
 }
 
 func newLedger() *ledger {
-	return &ledger{start: time.Now(), spans: map[string][]span{}, deletedServers: map[string]bool{}, checkedCSRs: map[string]bool{}, counts: map[string]int{}}
+	return &ledger{start: time.Now(), spans: map[string][]span{}, deletedServers: map[string]bool{}, operatorDeleted: map[types.UID]bool{}, checkedCSRs: map[string]bool{}, counts: map[string]int{}}
 }
 
 func (l *ledger) count(what string) { l.mu.Lock(); l.counts[what]++; l.mu.Unlock() }
@@ -84,6 +88,14 @@ func (l *ledger) serverDeleted(id string) {
 	l.deletedServers[id] = true
 }
 
+// operatorDeletes notes that the soak itself is about to delete the Node
+// with this UID: not the CCM's deletion, never a wrongful one.
+func (l *ledger) operatorDeletes(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.operatorDeleted[uid] = true
+}
+
 // owned reports whether ip was the node's at some time within slack of at.
 func (l *ledger) owned(node, ip string, at time.Time) bool {
 	l.mu.Lock()
@@ -106,6 +118,12 @@ func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFact
 		}
 		n, ok := obj.(*corev1.Node)
 		if !ok {
+			return
+		}
+		l.mu.Lock()
+		byOperator := l.operatorDeleted[n.UID]
+		l.mu.Unlock()
+		if byOperator {
 			return
 		}
 		l.count("node deletions")
