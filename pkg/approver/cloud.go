@@ -165,20 +165,19 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 		return nil, err
 	}
 	var listed []*Instance
-	var floatingPorts []string
+	floatingPorts := newStringSet()
 	for _, k := range b.Keys {
-		if srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName); err == nil && c.ownershipMatters(srv) &&
-			needsFloatingIPs(k.asked(), snap.ports[srv.ID]) {
-			for _, p := range snap.ports[srv.ID] {
-				floatingPorts = appendNew(floatingPorts, p.ID)
+		if r := snap.found[k]; r.err == nil && c.ownershipMatters(r.srv) && needsFloatingIPs(k.asked(), snap.ports[r.srv.ID]) {
+			for _, p := range snap.ports[r.srv.ID] {
+				floatingPorts.add(p.ID)
 			}
 		}
 	}
-	if err := snap.readFloatingIPs(ctx, c, floatingPorts); err != nil {
+	if err := snap.readFloatingIPs(ctx, c, floatingPorts.list); err != nil {
 		return nil, err
 	}
 	for _, k := range b.Keys {
-		srv, err := snap.servers.ServerForNode(k.providerID, k.nodeName)
+		srv, err := snap.found[k].srv, snap.found[k].err
 		if errors.Is(err, openstack.ErrNotListed) {
 			inst, err := c.targeted(ctx, k)
 			out[k] = lookupResult{inst, err}
@@ -215,9 +214,16 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 // projectSnapshot is one read for a batch, every request started after
 // the batch's last key joined.
 type projectSnapshot struct {
-	servers *openstack.Snapshot
-	ports   map[string][]openstack.Port       // by device ID
-	fips    map[string][]openstack.FloatingIP // by port ID
+	// found is each key's server in the listing (Snapshot.ServerForNode),
+	// resolved once.
+	found map[nodeKey]resolved
+	ports map[string][]openstack.Port       // by device ID
+	fips  map[string][]openstack.FloatingIP // by port ID
+}
+
+type resolved struct {
+	srv *openstack.Server
+	err error
 }
 
 // candidateNames are the server names a key can bind to: the node's name,
@@ -247,16 +253,16 @@ func (c *openStackCloud) snapshot(ctx context.Context, keys []nodeKey) (*project
 		return nil, errors.New("no Neutron client: cannot tell which addresses the cloud controls")
 	}
 	started := time.Now()
-	var names []string
+	names := newStringSet()
 	for _, k := range keys {
 		for _, n := range c.candidateNames(k) {
 			if n != "" {
-				names = appendNew(names, n)
+				names.add(n)
 			}
 		}
 	}
 	var servers []openstack.Server
-	for _, chunk := range openstack.NameChunks(names, openstack.QueryBudget) {
+	for _, chunk := range openstack.NameChunks(names.list, openstack.QueryBudget) {
 		if err := c.wait(ctx); err != nil {
 			return nil, err
 		}
@@ -266,16 +272,19 @@ func (c *openStackCloud) snapshot(ctx context.Context, keys []nodeKey) (*project
 		}
 		servers = append(servers, list...)
 	}
-	s := &projectSnapshot{servers: openstack.NewSnapshot(started, servers), ports: map[string][]openstack.Port{}, fips: map[string][]openstack.FloatingIP{}}
+	listing := openstack.NewSnapshot(started, servers)
+	s := &projectSnapshot{found: make(map[nodeKey]resolved, len(keys)), ports: map[string][]openstack.Port{}, fips: map[string][]openstack.FloatingIP{}}
 	// Ports only of the servers some key resolves to and could approve.
-	var ids []string
+	ids := newStringSet()
 	for _, k := range keys {
-		if srv, err := s.servers.ServerForNode(k.providerID, k.nodeName); err == nil && c.ownershipMatters(srv) {
-			ids = appendNew(ids, srv.ID)
+		srv, err := listing.ServerForNode(k.providerID, k.nodeName)
+		s.found[k] = resolved{srv, err}
+		if err == nil && c.ownershipMatters(srv) {
+			ids.add(srv.ID)
 		}
 	}
 	// "device_id=" and "&" per ID.
-	for _, chunk := range openstack.Chunks(ids, len("device_id=&"), openstack.QueryBudget) {
+	for _, chunk := range openstack.Chunks(ids.list, len("device_id=&"), openstack.QueryBudget) {
 		if err := c.wait(ctx); err != nil {
 			return nil, err
 		}
@@ -311,11 +320,19 @@ func (s *projectSnapshot) readFloatingIPs(ctx context.Context, c *openStackCloud
 	return nil
 }
 
-func appendNew(list []string, v string) []string {
-	if slices.Contains(list, v) {
-		return list
+// stringSet keeps values once, in the order first added.
+type stringSet struct {
+	list []string
+	seen map[string]bool
+}
+
+func newStringSet() *stringSet { return &stringSet{seen: map[string]bool{}} }
+
+func (s *stringSet) add(v string) {
+	if !s.seen[v] {
+		s.seen[v] = true
+		s.list = append(s.list, v)
 	}
-	return append(list, v)
 }
 
 // viewOf is what the listings say srv owns, as a targeted lookup would
