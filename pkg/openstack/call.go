@@ -65,8 +65,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 
 // Caller is the one helper every cloud call goes through: it times each
 // attempt, counts failures by status code, and retries what is safe to
-// retry. Build it with NewCaller; adapters for new services (Octavia) use
-// the Caller of their Clients.
+// retry. Build it with NewCaller; every adapter of this package uses the
+// Caller of its Clients.
 type Caller struct {
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
@@ -125,13 +125,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Do runs fn, recording and retrying it as one operation of service. fn
-// must be safe to repeat (reads, or writes that are idempotent). The error
+// Do runs fn, recording it as one operation of service, and retrying it
+// only if operations.go declares the operation safe to repeat. The error
 // is fn's last error, unwrapped by nothing, so errors.Is and
 // gophercloud.ResponseCodeIs still work on it.
 func (c *Caller) Do(ctx context.Context, service, operation string, fn func(ctx context.Context) error) error {
 	start := c.now()
 	backoff := c.policy.InitialBackoff
+	attempts := c.policy.MaxAttempts
+	if !retryable(service, operation) {
+		attempts = 1
+	}
 	for attempt := 1; ; attempt++ {
 		t0 := c.now()
 		err := fn(ctx)
@@ -142,7 +146,7 @@ func (c *Caller) Do(ctx context.Context, service, operation string, fn func(ctx 
 		c.errors.WithLabelValues(service, operation, errorCode(ctx, err)).Inc()
 
 		wait, retry := retryAfter(ctx, err)
-		if !retry || attempt >= c.policy.MaxAttempts {
+		if !retry || attempt >= attempts {
 			return err
 		}
 		if wait == 0 {
