@@ -35,6 +35,9 @@ type Clients struct {
 	Network Network
 	// Ownership answers which ports and floating IPs a server owns.
 	Ownership Ownership
+	// Neutron is the concrete Neutron adapter behind Network and
+	// Ownership, for the routes' and load balancers' narrow interfaces.
+	Neutron *Neutron
 	// ProjectID is the project the token is scoped to ("" when the scope
 	// is not a project, e.g. a domain).
 	ProjectID string
@@ -92,11 +95,12 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	if err != nil {
 		return nil, err
 	}
-	neutron := &gopherNetwork{client: network, caller: caller}
+	neutron := &Neutron{client: network, caller: caller}
 	return &Clients{
 		Compute:   newGopherCompute(compute, caller),
 		Network:   neutron,
 		Ownership: neutron,
+		Neutron:   neutron,
 		ProjectID: authProject(provider),
 		Region:    g.Region,
 		Caller:    caller,
@@ -105,16 +109,16 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}, nil
 }
 
-// ServiceClient finds another service (e.g. "load-balancer") in the
-// catalog, the same way the compute and network clients were found. Calls on
-// it must go through c.Caller.
+// ServiceClient finds a service (e.g. "load-balancer") in the catalog, the
+// same way the compute and network clients were found. It is for tests that
+// read the cloud's state behind the adapters' back; Stackward's own calls
+// use the adapters of this package.
 func (c *Clients) ServiceClient(serviceType string) (*gophercloud.ServiceClient, error) {
 	return serviceClient(c.Provider, c.Endpoint, serviceType)
 }
 
-// NeutronClient is a client for Neutron's v2.0 API, for the parts of Neutron
-// beyond Network (floating IPs, routers). Calls on it must go through
-// c.Caller.
+// NeutronClient is a client for Neutron's v2.0 API, for tests that read the
+// cloud's state behind the adapters' back (see ServiceClient).
 func (c *Clients) NeutronClient() (*gophercloud.ServiceClient, error) {
 	return neutronClient(c.Provider, c.Endpoint)
 }

@@ -6,6 +6,10 @@ var (
 	// ErrNotFound means the cloud answered definitively that the resource
 	// does not exist. Only this error may lead to deleting anything.
 	ErrNotFound = errors.New("not found in the cloud")
+	// ErrConflict means a compare-and-swap update lost: the resource
+	// changed since it was read (Neutron's 412 on If-Match:
+	// revision_number). Read it again and retry.
+	ErrConflict = errors.New("changed concurrently (revision_number mismatch)")
 	// ErrAmbiguous means a lookup by name matched more than one server.
 	ErrAmbiguous = errors.New("several servers match")
 )

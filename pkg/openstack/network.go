@@ -8,31 +8,22 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
-var _ Network = (*gopherNetwork)(nil)
+var _ Network = (*Neutron)(nil)
 
-// gopherNetwork is Network on Neutron through gophercloud.
-type gopherNetwork struct {
+// Neutron is every Neutron call Stackward makes (ports, floating IPs,
+// networks, subnets, routers, security groups) through gophercloud, each
+// through the Caller. The CCM's routes and load balancers and the approver
+// each consume it through their own narrow interface.
+type Neutron struct {
 	client *gophercloud.ServiceClient
 	caller *Caller
 }
 
 // ListPorts returns the ports of one device, following every page.
-func (n *gopherNetwork) ListPorts(ctx context.Context, deviceID string) ([]Port, error) {
-	var list []ports.Port
-	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(n.client, ports.ListOpts{DeviceID: deviceID}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = ports.ExtractPorts(pages)
-		return err
-	})
+func (n *Neutron) ListPorts(ctx context.Context, deviceID string) ([]Port, error) {
+	out, err := n.listPorts(ctx, ports.ListOpts{DeviceID: deviceID})
 	if err != nil {
 		return nil, fmt.Errorf("list ports of device %q: %w", deviceID, err)
-	}
-	out := make([]Port, 0, len(list))
-	for _, p := range list {
-		out = append(out, toPort(p))
 	}
 	return out, nil
 }

@@ -52,28 +52,16 @@ type NetworkInfo struct {
 	External  bool
 }
 
-var _ Ownership = (*gopherNetwork)(nil)
+var _ Ownership = (*Neutron)(nil)
 
 // ServerPorts lists one server's ports of one project, following pages.
-func (n *gopherNetwork) ServerPorts(ctx context.Context, serverID, projectID string) ([]Port, error) {
+func (n *Neutron) ServerPorts(ctx context.Context, serverID, projectID string) ([]Port, error) {
 	if serverID == "" {
 		return nil, fmt.Errorf("ports of server: empty server ID")
 	}
-	var list []ports.Port
-	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(n.client, ports.ListOpts{DeviceID: serverID, ProjectID: projectID}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = ports.ExtractPorts(pages)
-		return err
-	})
+	out, err := n.listPorts(ctx, ports.ListOpts{DeviceID: serverID, ProjectID: projectID})
 	if err != nil {
 		return nil, fmt.Errorf("list ports of server %q in project %q: %w", serverID, projectID, err)
-	}
-	out := make([]Port, 0, len(list))
-	for _, p := range list {
-		out = append(out, toPort(p))
 	}
 	return out, nil
 }
@@ -97,7 +85,7 @@ func (q multiQuery) ToNetworkListQuery() (string, error)    { return q.query(), 
 
 // FloatingIPsOfPorts lists the floating IPs on any of the ports in one
 // request; no ports, no request.
-func (n *gopherNetwork) FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]FloatingIP, error) {
+func (n *Neutron) FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]FloatingIP, error) {
 	if len(portIDs) == 0 {
 		return nil, nil
 	}
@@ -136,7 +124,7 @@ type networkJSON struct {
 }
 
 // Networks lists the networks with these IDs in one request.
-func (n *gopherNetwork) Networks(ctx context.Context, ids []string) ([]NetworkInfo, error) {
+func (n *Neutron) Networks(ctx context.Context, ids []string) ([]NetworkInfo, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}

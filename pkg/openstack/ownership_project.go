@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
 // QueryBudget is the most bytes of filter values one bulk request carries
@@ -79,28 +77,16 @@ func (q portsQuery) ToPortListQuery() (string, error) {
 // PortsOfServers lists, in one request (pages followed), the ports of the
 // project on any of the servers. An empty project would list other
 // projects' ports with admin credentials: refused.
-func (n *gopherNetwork) PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error) {
+func (n *Neutron) PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error) {
 	switch {
 	case projectID == "":
 		return nil, fmt.Errorf("ports of servers: empty project ID")
 	case len(serverIDs) == 0:
 		return nil, nil
 	}
-	var list []ports.Port
-	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(n.client, portsQuery{projectID: projectID, deviceIDs: serverIDs}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = ports.ExtractPorts(pages)
-		return err
-	})
+	out, err := n.listPorts(ctx, portsQuery{projectID: projectID, deviceIDs: serverIDs})
 	if err != nil {
 		return nil, fmt.Errorf("list ports of %d servers in project %q: %w", len(serverIDs), projectID, err)
-	}
-	out := make([]Port, 0, len(list))
-	for _, p := range list {
-		out = append(out, toPort(p))
 	}
 	return out, nil
 }

@@ -52,6 +52,22 @@ type Port struct {
 	MACAddress          string
 	FixedIPs            []FixedIP
 	AllowedAddressPairs []AddressPair
+	// SecurityGroups, PortSecurityEnabled (port_security_enabled) and
+	// RevisionNumber (for compare-and-swap updates with If-Match) are read
+	// by the load balancers' security groups and the routes.
+	SecurityGroups      []string
+	PortSecurityEnabled bool
+	RevisionNumber      int
+}
+
+// HasFixedIP reports whether ip is one of the port's fixed IPs.
+func (p *Port) HasFixedIP(ip string) bool {
+	for _, f := range p.FixedIPs {
+		if f.IPAddress == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // FixedIP is one fixed IP of a port.

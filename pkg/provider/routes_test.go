@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/routes"
 )
 
@@ -38,7 +40,7 @@ func (f *routerFake) SetRoutes(_ context.Context, _ string, rs []routes.Route, _
 	f.routes = rs
 	return nil
 }
-func (f *routerFake) ServerPorts(_ context.Context, id string) ([]routes.Port, error) {
+func (f *routerFake) ListPorts(_ context.Context, id string) ([]routes.Port, error) {
 	var out []routes.Port
 	for _, p := range f.ports {
 		if p.DeviceID == id {
@@ -50,22 +52,22 @@ func (f *routerFake) ServerPorts(_ context.Context, id string) ([]routes.Port, e
 func (f *routerFake) Port(_ context.Context, id string) (*routes.Port, error) {
 	p, ok := f.ports[id]
 	if !ok {
-		return nil, routes.ErrNoPort
+		return nil, fmt.Errorf("port %s: %w", id, openstack.ErrNotFound)
 	}
 	cp := *p
-	cp.Pairs = slices.Clone(p.Pairs)
+	cp.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
 	return &cp, nil
 }
 func (f *routerFake) SetAllowedAddressPairs(_ context.Context, id string, pairs []routes.Pair, _ int) error {
-	f.ports[id].Pairs = pairs
+	f.ports[id].AllowedAddressPairs = pairs
 	return nil
 }
 
 func TestNodeRoutes(t *testing.T) {
 	ctx := context.Background()
 	fake := &routerFake{ports: map[string]*routes.Port{
-		"p5": {ID: "p5", DeviceID: "srv-a", MAC: "m5", FixedIPs: []string{"10.0.0.5"}},
-		"p6": {ID: "p6", DeviceID: "srv-b", MAC: "m6", FixedIPs: []string{"10.0.0.6"}},
+		"p5": {ID: "p5", DeviceID: "srv-a", MACAddress: "m5", FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.5"}}},
+		"p6": {ID: "p6", DeviceID: "srv-b", MACAddress: "m6", FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.6"}}},
 	}}
 	kube := kubefake.NewClientset()
 	ledger := &routes.ConfigMapLedger{Client: func() (kubernetes.Interface, error) { return kube, nil }, Namespace: "kube-system", Name: routes.DefaultLedgerName}
@@ -91,8 +93,8 @@ func TestNodeRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Contains(fake.routes, routes.Route{Destination: "198.19.130.0/24", NextHop: "10.0.0.5"}) ||
-			!slices.Equal(fake.ports["p5"].Pairs, []routes.Pair{{IP: "198.19.130.0/24", MAC: "m5"}}) {
-			t.Errorf("routes %v pairs %v", fake.routes, fake.ports["p5"].Pairs)
+			!slices.Equal(fake.ports["p5"].AllowedAddressPairs, []routes.Pair{{IPAddress: "198.19.130.0/24", MACAddress: "m5"}}) {
+			t.Errorf("routes %v pairs %v", fake.routes, fake.ports["p5"].AllowedAddressPairs)
 		}
 	})
 	t.Run("only our routes are listed: another cluster's route is not, so the controller cannot delete it", func(t *testing.T) {
@@ -113,8 +115,8 @@ func TestNodeRoutes(t *testing.T) {
 		if err := nr.DeleteRoute(ctx, "lab", got[0]); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(fake.routes, []routes.Route{theirs}) || len(fake.ports["p5"].Pairs) != 0 {
-			t.Errorf("left: routes %v pairs %v", fake.routes, fake.ports["p5"].Pairs)
+		if !slices.Equal(fake.routes, []routes.Route{theirs}) || len(fake.ports["p5"].AllowedAddressPairs) != 0 {
+			t.Errorf("left: routes %v pairs %v", fake.routes, fake.ports["p5"].AllowedAddressPairs)
 		}
 	})
 	t.Run("a node without an address of the CIDR's family is an error, not a guess", func(t *testing.T) {
@@ -130,8 +132,8 @@ func TestNodeRoutes(t *testing.T) {
 		nodes = append(nodes, n)
 		err := nr.CreateRoute(ctx, "lab", "uid", &cloudprovider.Route{TargetNode: "d", DestinationCIDR: "198.19.133.0/24",
 			TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.6"}}})
-		if err == nil || len(fake.routes) != 1 || len(fake.ports["p6"].Pairs) != 0 {
-			t.Errorf("err %v routes %v pairs %v", err, fake.routes, fake.ports["p6"].Pairs)
+		if err == nil || len(fake.routes) != 1 || len(fake.ports["p6"].AllowedAddressPairs) != 0 {
+			t.Errorf("err %v routes %v pairs %v", err, fake.routes, fake.ports["p6"].AllowedAddressPairs)
 		}
 	})
 	t.Run("a node without a providerID gets no route", func(t *testing.T) {

@@ -32,29 +32,28 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// Route is one router route.
-type Route struct {
-	Destination string // a pod CIDR
-	NextHop     string // the node's address
-}
+// Route is one router route: a pod CIDR via the node's address.
+type Route = openstack.Route
 
 // Pair is one allowed address pair as Neutron returns it.
-type Pair struct {
-	IP  string // an address or CIDR
-	MAC string
-}
+type Pair = openstack.AddressPair
 
-// Port is the part of a Neutron port the routes need.
-type Port struct {
-	ID       string
-	DeviceID string
-	MAC      string
-	FixedIPs []string
-	Pairs    []Pair
-	// Revision is Neutron's revision_number, for compare-and-swap.
-	Revision int
+// Port is a Neutron port: the one Port type of pkg/openstack.
+type Port = openstack.Port
+
+var _ Neutron = (*openstack.Neutron)(nil)
+
+// New builds the routes of routerID on the Neutron adapter of clients and
+// checks Neutron's extensions.
+func New(ctx context.Context, clients *openstack.Clients, ledger Ledger, routerID string) (*Routes, error) {
+	if clients.Neutron == nil {
+		return nil, errors.New("routes need a Neutron client")
+	}
+	return NewWithNeutron(ctx, clients.Neutron, ledger, routerID)
 }
 
 // Neutron is the part of the network API the routes use.
@@ -69,9 +68,10 @@ type Neutron interface {
 	// SetRoutes replaces the router's routes (plain extraroute) if the
 	// router is still at revision; ErrConflict if not.
 	SetRoutes(ctx context.Context, routerID string, routes []Route, revision int) error
-	// ServerPorts are the ports whose device is the server.
-	ServerPorts(ctx context.Context, serverID string) ([]Port, error)
-	// Port reads one port; ErrNoPort when Neutron says it does not exist.
+	// ListPorts returns the ports whose device is the server.
+	ListPorts(ctx context.Context, serverID string) ([]Port, error)
+	// Port reads one port; when Neutron says it does not exist the error
+	// wraps openstack.ErrNotFound.
 	Port(ctx context.Context, portID string) (*Port, error)
 	// SetAllowedAddressPairs replaces the port's pairs if the port is still
 	// at revision; ErrConflict if not.
@@ -86,7 +86,7 @@ var (
 	ErrNoPort = errors.New("no such port")
 	// ErrConflict means a compare-and-swap lost: the resource changed
 	// since it was read (Neutron's 412).
-	ErrConflict = errors.New("changed concurrently (revision_number mismatch)")
+	ErrConflict = openstack.ErrConflict
 	// ErrNotOwned means the route is not in this cluster's ledger, so it
 	// is not this cluster's to change.
 	ErrNotOwned = errors.New("route is not this cluster's")
@@ -215,12 +215,12 @@ func (r *Routes) Remove(ctx context.Context, route Route) error {
 
 // serverPort is the server's port holding ip.
 func (r *Routes) serverPort(ctx context.Context, serverID, ip string) (*Port, error) {
-	ports, err := r.net.ServerPorts(ctx, serverID)
+	ports, err := r.net.ListPorts(ctx, serverID)
 	if err != nil {
 		return nil, fmt.Errorf("ports of server %s: %w", serverID, err)
 	}
 	for _, p := range ports {
-		if p.DeviceID == serverID && slices.Contains(p.FixedIPs, ip) {
+		if p.DeviceID == serverID && p.HasFixedIP(ip) {
 			return &p, nil
 		}
 	}

@@ -3,11 +3,14 @@ package routes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // fakeNeutron keeps routes and ports with revision numbers, and refuses a
@@ -30,7 +33,7 @@ const (
 
 func newFake(exts ...string) *fakeNeutron {
 	return &fakeNeutron{exts: exts, fail: map[string]error{}, ports: map[string]*Port{
-		"port-5": {ID: "port-5", DeviceID: serverA, MAC: macA, FixedIPs: []string{"10.0.0.5"}, Revision: 1},
+		"port-5": {ID: "port-5", DeviceID: serverA, MACAddress: macA, FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.5"}}, RevisionNumber: 1},
 	}}
 }
 
@@ -76,10 +79,10 @@ func (f *fakeNeutron) SetRoutes(_ context.Context, _ string, rs []Route, rev int
 func clonePort(p *Port) Port {
 	cp := *p
 	cp.FixedIPs = slices.Clone(p.FixedIPs)
-	cp.Pairs = slices.Clone(p.Pairs)
+	cp.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
 	return cp
 }
-func (f *fakeNeutron) ServerPorts(_ context.Context, id string) ([]Port, error) {
+func (f *fakeNeutron) ListPorts(_ context.Context, id string) ([]Port, error) {
 	if err := f.call("list_ports"); err != nil {
 		return nil, err
 	}
@@ -97,7 +100,7 @@ func (f *fakeNeutron) Port(_ context.Context, id string) (*Port, error) {
 	}
 	p, ok := f.ports[id]
 	if !ok {
-		return nil, ErrNoPort
+		return nil, fmt.Errorf("port %s: %w", id, openstack.ErrNotFound)
 	}
 	cp := clonePort(p)
 	return &cp, nil
@@ -111,16 +114,16 @@ func (f *fakeNeutron) SetAllowedAddressPairs(_ context.Context, id string, pairs
 		w()
 	}
 	p := f.ports[id]
-	if p.Revision != rev {
+	if p.RevisionNumber != rev {
 		return ErrConflict
 	}
-	p.Pairs = slices.Clone(pairs)
-	for i := range p.Pairs {
-		if p.Pairs[i].MAC == "" {
-			p.Pairs[i].MAC = p.MAC
+	p.AllowedAddressPairs = slices.Clone(pairs)
+	for i := range p.AllowedAddressPairs {
+		if p.AllowedAddressPairs[i].MACAddress == "" {
+			p.AllowedAddressPairs[i].MACAddress = p.MACAddress
 		}
 	}
-	p.Revision++
+	p.RevisionNumber++
 	return nil
 }
 
@@ -132,7 +135,7 @@ func newLedger() *ConfigMapLedger {
 var (
 	podRoute = Route{Destination: "198.19.130.0/24", NextHop: "10.0.0.5"}
 	// vrrp is someone else's pair on the node's port: same CIDR, other MAC.
-	vrrp = Pair{IP: "198.19.130.0/24", MAC: "fa:16:3e:99:99:99"}
+	vrrp = Pair{IPAddress: "198.19.130.0/24", MACAddress: "fa:16:3e:99:99:99"}
 	// theirs is another cluster's route on the shared router.
 	theirs = Route{Destination: "198.19.131.0/24", NextHop: "10.0.0.9"}
 )
@@ -148,8 +151,8 @@ func TestRoutes(t *testing.T) {
 		t.Run("with "+ext+" a route and its pair come and go together and nothing else changes", func(t *testing.T) {
 			f := newFake("router", ext)
 			f.routes = []Route{theirs}
-			f.ports["port-5"].Pairs = []Pair{vrrp, {IP: "192.0.2.7", MAC: "fa:16:3e:11:11:11"}}
-			others := slices.Clone(f.ports["port-5"].Pairs)
+			f.ports["port-5"].AllowedAddressPairs = []Pair{vrrp, {IPAddress: "192.0.2.7", MACAddress: "fa:16:3e:11:11:11"}}
+			others := slices.Clone(f.ports["port-5"].AllowedAddressPairs)
 			r, err := NewWithNeutron(ctx, f, newLedger(), "r1")
 			if err != nil {
 				t.Fatal(err)
@@ -160,9 +163,9 @@ func TestRoutes(t *testing.T) {
 			if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
 				t.Fatal(err)
 			}
-			want := append(slices.Clone(others), Pair{IP: podRoute.Destination, MAC: macA})
-			if !slices.Equal(f.routes, []Route{theirs, podRoute}) || !slices.Equal(f.ports["port-5"].Pairs, want) {
-				t.Errorf("routes %v pairs %v, want pairs %v", f.routes, f.ports["port-5"].Pairs, want)
+			want := append(slices.Clone(others), Pair{IPAddress: podRoute.Destination, MACAddress: macA})
+			if !slices.Equal(f.routes, []Route{theirs, podRoute}) || !slices.Equal(f.ports["port-5"].AllowedAddressPairs, want) {
+				t.Errorf("routes %v pairs %v, want pairs %v", f.routes, f.ports["port-5"].AllowedAddressPairs, want)
 			}
 			owned, err := r.List(ctx)
 			if err != nil || len(owned) != 1 || owned[0].Route != podRoute || !owned[0].OnRouter || owned[0].PortID != "port-5" {
@@ -171,8 +174,8 @@ func TestRoutes(t *testing.T) {
 			if err := r.Remove(ctx, podRoute); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(f.routes, []Route{theirs}) || !slices.Equal(f.ports["port-5"].Pairs, others) {
-				t.Errorf("after remove: routes %v pairs %v, want %v and %v", f.routes, f.ports["port-5"].Pairs, theirs, others)
+			if !slices.Equal(f.routes, []Route{theirs}) || !slices.Equal(f.ports["port-5"].AllowedAddressPairs, others) {
+				t.Errorf("after remove: routes %v pairs %v, want %v and %v", f.routes, f.ports["port-5"].AllowedAddressPairs, theirs, others)
 			}
 			if owned, _ := r.List(ctx); len(owned) != 0 {
 				t.Errorf("ledger still has %+v", owned)
@@ -197,15 +200,15 @@ func TestRoutes(t *testing.T) {
 		r, _ := NewWithNeutron(ctx, f, newLedger(), "r1")
 		f.beforeWrite = func() {
 			p := f.ports["port-5"]
-			p.Pairs = append(p.Pairs, vrrp)
-			p.Revision++
+			p.AllowedAddressPairs = append(p.AllowedAddressPairs, vrrp)
+			p.RevisionNumber++
 		}
 		if err := r.Add(ctx, podRoute, "a", serverA); err != nil {
 			t.Fatal(err)
 		}
-		want := []Pair{vrrp, {IP: podRoute.Destination, MAC: macA}}
-		if !slices.Equal(f.ports["port-5"].Pairs, want) {
-			t.Errorf("pairs %v, want %v", f.ports["port-5"].Pairs, want)
+		want := []Pair{vrrp, {IPAddress: podRoute.Destination, MACAddress: macA}}
+		if !slices.Equal(f.ports["port-5"].AllowedAddressPairs, want) {
+			t.Errorf("pairs %v, want %v", f.ports["port-5"].AllowedAddressPairs, want)
 		}
 	})
 	t.Run("without extraroute-atomic a concurrent route change is kept (412, read again)", func(t *testing.T) {
@@ -231,12 +234,13 @@ func TestRoutes(t *testing.T) {
 		// The server is deleted and another cluster's server gets the
 		// address on a new port that happens to carry the same pair.
 		delete(f.ports, "port-5")
-		f.ports["port-9"] = &Port{ID: "port-9", DeviceID: "server-of-another-cluster", MAC: "fa:16:3e:00:00:09",
-			FixedIPs: []string{"10.0.0.5"}, Pairs: []Pair{{IP: podRoute.Destination, MAC: "fa:16:3e:00:00:09"}}, Revision: 3}
+		f.ports["port-9"] = &Port{ID: "port-9", DeviceID: "server-of-another-cluster", MACAddress: "fa:16:3e:00:00:09",
+			FixedIPs:            []openstack.FixedIP{{IPAddress: "10.0.0.5"}},
+			AllowedAddressPairs: []Pair{{IPAddress: podRoute.Destination, MACAddress: "fa:16:3e:00:00:09"}}, RevisionNumber: 3}
 		if err := r.Remove(ctx, podRoute); err != nil {
 			t.Fatal(err)
 		}
-		if len(f.routes) != 0 || len(f.ports["port-9"].Pairs) != 1 || f.ports["port-9"].Revision != 3 {
+		if len(f.routes) != 0 || len(f.ports["port-9"].AllowedAddressPairs) != 1 || f.ports["port-9"].RevisionNumber != 3 {
 			t.Errorf("routes %v, other port %+v", f.routes, f.ports["port-9"])
 		}
 	})
@@ -247,8 +251,8 @@ func TestRoutes(t *testing.T) {
 		if err := r.Add(ctx, podRoute, "a", serverA); !errors.Is(err, ErrNoPort) {
 			t.Errorf("Add = %v, want ErrNoPort", err)
 		}
-		if len(f.routes) != 0 || len(f.ports["port-5"].Pairs) != 0 {
-			t.Errorf("routes %v pairs %v", f.routes, f.ports["port-5"].Pairs)
+		if len(f.routes) != 0 || len(f.ports["port-5"].AllowedAddressPairs) != 0 {
+			t.Errorf("routes %v pairs %v", f.routes, f.ports["port-5"].AllowedAddressPairs)
 		}
 	})
 	t.Run("a route Neutron refuses rolls the address pair back", func(t *testing.T) {
@@ -258,8 +262,8 @@ func TestRoutes(t *testing.T) {
 		if err := r.Add(ctx, podRoute, "a", serverA); err == nil {
 			t.Fatal("Add succeeded")
 		}
-		if len(f.ports["port-5"].Pairs) != 0 || len(f.routes) != 0 {
-			t.Errorf("left behind: pairs %v routes %v", f.ports["port-5"].Pairs, f.routes)
+		if len(f.ports["port-5"].AllowedAddressPairs) != 0 || len(f.routes) != 0 {
+			t.Errorf("left behind: pairs %v routes %v", f.ports["port-5"].AllowedAddressPairs, f.routes)
 		}
 	})
 	t.Run("a port that cannot be updated on remove puts the route back", func(t *testing.T) {
