@@ -3,6 +3,13 @@ package loadbalancer
 import (
 	"context"
 	"time"
+
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+var (
+	_ Neutron        = (*openstack.Neutron)(nil)
+	_ SecurityGroups = (*openstack.Neutron)(nil)
 )
 
 // Octavia is the part of the load-balancer API the orchestration uses.
@@ -116,14 +123,7 @@ type Monitor struct {
 }
 
 // FloatingIP is a Neutron floating IP.
-type FloatingIP struct {
-	ID          string
-	Address     string
-	NetworkID   string
-	SubnetID    string
-	PortID      string
-	Description string
-}
+type FloatingIP = openstack.FloatingIP
 
 // Spec is the desired load balancer of a Service.
 type Spec struct {

@@ -86,10 +86,7 @@ func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, err := loadbalancer.NewNeutron(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := clients.Neutron
 	raw, err := clients.ServiceClient("load-balancer")
 	if err != nil {
 		t.Fatal(err)

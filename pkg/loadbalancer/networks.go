@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // Where the VIP and the floating IP go, beyond the IDs in annotations.go:
@@ -36,17 +37,11 @@ const (
 )
 
 // Subnet is a Neutron subnet as the floating subnet choice sees it.
-type Subnet struct {
-	ID, Name string
-	Tags     []string
-}
+type Subnet = openstack.Subnet
 
 // TagFilter is Neutron's tag query on a list: every tag (All) or any, or
 // (Negate) not every / none of them.
-type TagFilter struct {
-	Tags        []string
-	All, Negate bool
-}
+type TagFilter = openstack.TagFilter
 
 // networks reads the class, floating subnet and port annotations into o,
 // after the plain ones.

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // With [LoadBalancer] manage-security-groups = true every Service gets a
@@ -46,37 +48,16 @@ type SecurityGroups interface {
 
 // ErrPortChanged means a port changed between our read and our write
 // (Neutron's 412 on If-Match: revision_number).
-var ErrPortChanged = errors.New("port changed since it was read")
+var ErrPortChanged = openstack.ErrConflict
 
 // SecurityGroup is a Neutron security group with its rules.
-type SecurityGroup struct {
-	ID, Name, Description string
-	Rules                 []Rule
-}
+type SecurityGroup = openstack.SecurityGroup
 
 // Rule is a security group rule. ID is empty in a wanted rule.
-type Rule struct {
-	ID             string
-	Direction      string // ingress or egress
-	Ethertype      string // IPv4 or IPv6
-	Protocol       string // tcp, udp, sctp
-	PortMin        int
-	PortMax        int
-	RemoteIPPrefix string
-}
+type Rule = openstack.Rule
 
-func (r Rule) key() string {
-	return fmt.Sprintf("%s/%s/%s/%d-%d/%s", r.Direction, r.Ethertype, strings.ToLower(r.Protocol), r.PortMin, r.PortMax, r.RemoteIPPrefix)
-}
-
-// Port is a Neutron port as the security group management sees it.
-type Port struct {
-	ID                  string
-	FixedIPs            []string
-	SecurityGroups      []string
-	PortSecurityEnabled bool
-	Revision            int
-}
+// Port is a Neutron port: the one Port type of pkg/openstack.
+type Port = openstack.Port
 
 // casAttempts bounds the read-modify-write retries on one port.
 const casAttempts = 4
@@ -121,8 +102,8 @@ func wantedRules(svc *corev1.Service, subnetCIDR string, o *options) []Rule {
 			add(strings.ToLower(string(p.Protocol)), int(p.NodePort), sources)
 		}
 	}
-	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.key(), b.key()) })
-	return slices.CompactFunc(out, func(a, b Rule) bool { return a.key() == b.key() })
+	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.Key(), b.Key()) })
+	return slices.CompactFunc(out, func(a, b Rule) bool { return a.Key() == b.Key() })
 }
 
 func ethertype(cidr string) string {
@@ -177,7 +158,7 @@ func (m *Manager) syncSecurityGroup(ctx context.Context, clusterName string, svc
 		return fmt.Errorf("list ports on subnet %s for security group %s: %w", subnetID, name, err)
 	}
 	for _, p := range ports {
-		member := slices.ContainsFunc(p.FixedIPs, func(ip string) bool { return want[ip] })
+		member := slices.ContainsFunc(p.FixedIPs, func(ip openstack.FixedIP) bool { return want[ip.IPAddress] })
 		has := slices.Contains(p.SecurityGroups, group.ID)
 		switch {
 		case member && !has && p.PortSecurityEnabled:
@@ -239,17 +220,17 @@ func (m *Manager) syncRules(ctx context.Context, g *SecurityGroup, want []Rule) 
 	have := map[string]Rule{}
 	for _, r := range g.Rules {
 		if r.Direction == "ingress" {
-			have[r.key()] = r
+			have[r.Key()] = r
 		}
 	}
 	wanted := map[string]bool{}
 	for _, r := range want {
-		wanted[r.key()] = true
-		if _, ok := have[r.key()]; ok {
+		wanted[r.Key()] = true
+		if _, ok := have[r.Key()]; ok {
 			continue
 		}
 		if err := m.SecurityGroups.CreateRule(ctx, g.ID, r); err != nil {
-			return fmt.Errorf("security group %s: create rule %s: %w", g.Name, r.key(), err)
+			return fmt.Errorf("security group %s: create rule %s: %w", g.Name, r.Key(), err)
 		}
 	}
 	for k, r := range have {
@@ -276,7 +257,7 @@ func (m *Manager) changePortGroups(ctx context.Context, p Port, groupID string, 
 		if slices.Equal(groups, p.SecurityGroups) {
 			return nil
 		}
-		if err = m.SecurityGroups.SetPortGroups(ctx, p.ID, groups, p.Revision); err == nil {
+		if err = m.SecurityGroups.SetPortGroups(ctx, p.ID, groups, p.RevisionNumber); err == nil {
 			klog.FromContext(ctx).V(2).Info("Changed the security groups of a port", "port", p.ID, "group", groupID, "added", add)
 			return nil
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // fakeSecGroups is Neutron's security groups and ports in memory, with
@@ -31,7 +33,7 @@ func newFakeSecGroups() *fakeSecGroups {
 }
 
 func (f *fakeSecGroups) addPort(id, subnet, ip string, groups ...string) {
-	f.ports[id] = &fakePort{Port: Port{ID: id, FixedIPs: []string{ip}, SecurityGroups: groups, PortSecurityEnabled: true, Revision: 1}, subnet: subnet}
+	f.ports[id] = &fakePort{Port: Port{ID: id, FixedIPs: []openstack.FixedIP{{IPAddress: ip}}, SecurityGroups: groups, PortSecurityEnabled: true, RevisionNumber: 1}, subnet: subnet}
 }
 
 func (f *fakeSecGroups) writes() []string {
@@ -164,10 +166,10 @@ func (f *fakeSecGroups) SetPortGroups(_ context.Context, portID string, groups [
 	if f.beforeSet != nil {
 		f.beforeSet(p)
 	}
-	if p.Revision != revision {
+	if p.RevisionNumber != revision {
 		return fmt.Errorf("%w: 412", ErrPortChanged)
 	}
 	p.SecurityGroups = slices.Clone(groups)
-	p.Revision++
+	p.RevisionNumber++
 	return nil
 }

@@ -26,10 +26,7 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 	env := newSimEnv(t, 20*time.Millisecond)
 	env.m.Requeue = 20 * time.Millisecond
 	env.m.Config.ManageSecurityGroups = true
-	sgs, err := loadbalancer.NewSecurityGroups(env.clients)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sgs := env.clients.Neutron
 	env.m.SecurityGroups = sgs
 	nc, err := env.clients.NeutronClient()
 	if err != nil {

@@ -47,7 +47,7 @@ func ingress(g *SecurityGroup) []string {
 	var out []string
 	for _, r := range g.Rules {
 		if r.Direction == "ingress" {
-			out = append(out, r.key())
+			out = append(out, r.Key())
 		}
 	}
 	slices.Sort(out)
@@ -137,7 +137,7 @@ func TestAConcurrentChangeToAPortsGroupsIsKept(t *testing.T) {
 		if p.ID == "port-a" && !raced {
 			raced = true // another writer adds its group between our read and write
 			p.SecurityGroups = append(p.SecurityGroups, "late-sg")
-			p.Revision++
+			p.RevisionNumber++
 		}
 	}
 	converge(t, m, oct, sgService(), nodes("10.0.0.1"))
@@ -159,7 +159,7 @@ func TestSecurityGroupSources(t *testing.T) {
 	o.provider = "ovn"
 	var keys []string
 	for _, r := range wantedRules(svc, "10.0.0.0/24", o) {
-		keys = append(keys, r.key())
+		keys = append(keys, r.Key())
 	}
 	want := []string{"ingress/IPv4/tcp/30080-30080/0.0.0.0/0", "ingress/IPv4/udp/30053-30053/0.0.0.0/0",
 		"ingress/IPv6/tcp/30080-30080/::/0", "ingress/IPv6/udp/30053-30053/::/0"}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
@@ -34,13 +33,18 @@ type Ownership interface {
 	PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error)
 }
 
-// FloatingIP is the part of a Neutron floating IP the approver needs.
+// FloatingIP is a Neutron floating IP, as the approver and the load
+// balancers read and create it.
 type FloatingIP struct {
 	ID             string
 	Address        string // floating_ip_address
 	PortID         string
 	FixedIPAddress string
 	ProjectID      string
+	NetworkID      string // floating_network_id
+	// SubnetID is the external subnet to allocate from (create only).
+	SubnetID    string
+	Description string
 }
 
 // NetworkInfo is the part of a Neutron network the approver needs.
@@ -89,31 +93,11 @@ func (n *Neutron) FloatingIPsOfPorts(ctx context.Context, portIDs []string) ([]F
 	if len(portIDs) == 0 {
 		return nil, nil
 	}
-	var list []floatingips.FloatingIP
-	err := n.caller.Do(ctx, ServiceNetwork, "list_floating_ips", func(ctx context.Context) error {
-		pages, err := floatingips.List(n.client, multiQuery{key: "port_id", values: portIDs}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = floatingips.ExtractFloatingIPs(pages)
-		return err
-	})
+	list, err := n.listFloatingIPs(ctx, "list_floating_ips", multiQuery{key: "port_id", values: portIDs})
 	if err != nil {
 		return nil, fmt.Errorf("list floating IPs of ports %v: %w", portIDs, err)
 	}
-	return toFloatingIPs(list), nil
-}
-
-func toFloatingIPs(list []floatingips.FloatingIP) []FloatingIP {
-	out := make([]FloatingIP, 0, len(list))
-	for _, f := range list {
-		project := f.ProjectID
-		if project == "" {
-			project = f.TenantID
-		}
-		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, FixedIPAddress: f.FixedIP, ProjectID: project})
-	}
-	return out
+	return list, nil
 }
 
 // networkJSON adds the fields gophercloud's networks.Network leaves to

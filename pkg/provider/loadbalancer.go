@@ -171,16 +171,13 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube 
 	if err != nil {
 		return nil, err
 	}
-	net, err := loadbalancer.NewNeutron(clients)
-	if err != nil {
-		return nil, err
+	if clients.Neutron == nil {
+		return nil, errors.New("load balancers need a Neutron client")
 	}
-	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, ClusterUID: kube.clusterUID,
+	m := &loadbalancer.Manager{Octavia: oct, Neutron: clients.Neutron, Config: cfg, ClusterUID: kube.clusterUID,
 		Annotate: kube.annotateService, Requeue: sopts.LBRequeue}
 	if cfg.ManageSecurityGroups {
-		if m.SecurityGroups, err = loadbalancer.NewSecurityGroups(clients); err != nil {
-			return nil, err
-		}
+		m.SecurityGroups = clients.Neutron
 	}
 	return &loadBalancers{m: m}, nil
 }
