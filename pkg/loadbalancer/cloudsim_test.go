@@ -82,7 +82,7 @@ func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oct, err := loadbalancer.NewOctavia(clients)
+	oct, err := openstack.NewOctavia(clients)
 	if err != nil {
 		t.Fatal(err)
 	}

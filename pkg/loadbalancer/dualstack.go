@@ -60,7 +60,7 @@ func (m *Manager) resolveFamilies(ctx context.Context, o *options, lb *LoadBalan
 	}
 	second := !o.ipv6 // the family of the additional VIP: true is IPv6
 	if lb != nil {
-		if lb.vipOf(second) == "" {
+		if vipOf(lb, second) == "" {
 			if o.requireDualStack {
 				return fmt.Errorf("load balancer %s (%s) has no %s VIP and the Service is RequireDualStack: Octavia cannot add a VIP to an existing load balancer; delete and recreate the Service (set %s=true or spec.loadBalancerIP to keep its address) %w",
 					lb.Name, lb.ID, familyName(second), AnnotationKeepFloatingIP, ErrImmutable)
@@ -132,8 +132,8 @@ func (m *Manager) vipSubnet(ctx context.Context, o *options, nodes []*corev1.Nod
 }
 
 // vipOf returns the load balancer's VIP of a family, primary or additional.
-func (lb *LoadBalancer) vipOf(v6 bool) string {
-	for _, a := range append([]string{lb.VIPAddress}, lb.additionalAddresses()...) {
+func vipOf(lb *LoadBalancer, v6 bool) string {
+	for _, a := range append([]string{lb.VIPAddress}, additionalAddresses(lb)...) {
 		if ip, err := netip.ParseAddr(a); err == nil && ip.Is6() == v6 {
 			return a
 		}
@@ -141,7 +141,7 @@ func (lb *LoadBalancer) vipOf(v6 bool) string {
 	return ""
 }
 
-func (lb *LoadBalancer) additionalAddresses() []string {
+func additionalAddresses(lb *LoadBalancer) []string {
 	var out []string
 	for _, v := range lb.AdditionalVIPs {
 		out = append(out, v.Address)
@@ -160,7 +160,7 @@ func dualStackStatus(lb *LoadBalancer, fips []FloatingIP, families []corev1.IPFa
 			ips = append(ips, sortedFIPs...)
 			continue
 		}
-		if a := lb.vipOf(v6); a != "" {
+		if a := vipOf(lb, v6); a != "" {
 			ips = append(ips, a)
 		}
 	}

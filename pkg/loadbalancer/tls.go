@@ -128,24 +128,6 @@ func l7Equal(cur Listener, want ListenerSpec) bool {
 	return cur.TLSRef == want.TLSRef && maps.Equal(norm(cur.InsertHeaders), norm(want.InsertHeaders))
 }
 
-// l7UpdateFields fills in what UpdateListener sends for a layer-7
-// listener: the certificate of a TERMINATED_HTTPS one, the complete
-// header set (empty clears it) of an HTTP or TERMINATED_HTTPS one.
-func l7UpdateFields(spec ListenerSpec) (ref *string, headers *map[string]string) {
-	if spec.Protocol != ProtocolHTTP && spec.Protocol != ProtocolTerminatedHTTPS {
-		return nil, nil
-	}
-	h := maps.Clone(spec.InsertHeaders)
-	if h == nil {
-		h = map[string]string{}
-	}
-	if spec.Protocol == ProtocolTerminatedHTTPS {
-		r := spec.TLSRef
-		ref = &r
-	}
-	return ref, &h
-}
-
 // explainTLSRefusal names the certificate reference when Octavia refused
 // a change to a spec that carries one with a 400: Octavia could not read
 // the container in Barbican (missing, another project's, not a

@@ -76,7 +76,7 @@ func TestEveryOperationDeclaresItsRetryPolicy(t *testing.T) {
 			}
 		}
 	}
-	if seen < 20 {
+	if seen < 40 {
 		t.Fatalf("found only %d call sites; the patterns no longer match the adapters", seen)
 	}
 }

@@ -167,7 +167,7 @@ type loadBalancers struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube *kubeAccess, sopts ServiceOptions) (*loadBalancers, error) {
-	oct, err := loadbalancer.NewOctavia(clients)
+	oct, err := openstack.NewOctavia(clients)
 	if err != nil {
 		return nil, err
 	}
