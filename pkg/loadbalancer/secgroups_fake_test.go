@@ -10,17 +10,16 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// fakeSecGroups is Neutron's security groups and ports in memory, with
-// revision numbers and compare-and-swap as Neutron does them.
+// fakeSecGroups is security groups and ports in memory, recording the
+// calls, for the orchestration's logic and call budgets. What Neutron
+// itself does (revisions and their 412s, a group in use) is tested against
+// the simulator (secgroups_sim_test.go, secgroups_race_sim_test.go).
 type fakeSecGroups struct {
 	mu     sync.Mutex
 	calls  []string
 	groups map[string]*SecurityGroup
 	ports  map[string]*fakePort
 	nextID int
-	// beforeSet runs (unlocked state held) before a port update, to play
-	// a concurrent writer.
-	beforeSet func(p *fakePort)
 }
 
 type fakePort struct {
@@ -158,18 +157,10 @@ func (f *fakeSecGroups) Port(_ context.Context, id string) (*Port, error) {
 	return &cp, nil
 }
 
-func (f *fakeSecGroups) SetPortGroups(_ context.Context, portID string, groups []string, revision int) error {
+func (f *fakeSecGroups) SetPortGroups(_ context.Context, portID string, groups []string, _ int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "update_port")
-	p := f.ports[portID]
-	if f.beforeSet != nil {
-		f.beforeSet(p)
-	}
-	if p.RevisionNumber != revision {
-		return fmt.Errorf("%w: 412", ErrPortChanged)
-	}
-	p.SecurityGroups = slices.Clone(groups)
-	p.RevisionNumber++
+	f.ports[portID].SecurityGroups = slices.Clone(groups)
 	return nil
 }

@@ -130,26 +130,6 @@ func TestSecurityGroupOpensTheNodePortsOnTheMemberPortsOnly(t *testing.T) {
 	})
 }
 
-func TestAConcurrentChangeToAPortsGroupsIsKept(t *testing.T) {
-	m, oct, sgs := sgEnv(t)
-	raced := false
-	sgs.beforeSet = func(p *fakePort) {
-		if p.ID == "port-a" && !raced {
-			raced = true // another writer adds its group between our read and write
-			p.SecurityGroups = append(p.SecurityGroups, "late-sg")
-			p.RevisionNumber++
-		}
-	}
-	converge(t, m, oct, sgService(), nodes("10.0.0.1"))
-	g := sgs.only(t)
-	if got, want := sgs.ports["port-a"].SecurityGroups, []string{"operator-sg", "late-sg", g.ID}; !slices.Equal(got, want) {
-		t.Errorf("port-a groups %v, want %v (the concurrent writer's group kept)", got, want)
-	}
-	if !slices.Contains(sgs.calls, "get_port") {
-		t.Errorf("calls %v: the port was not read again after the 412", sgs.calls)
-	}
-}
-
 func TestSecurityGroupSources(t *testing.T) {
 	o := &options{}
 	svc := sgService()
