@@ -25,6 +25,11 @@
 // (recreate.go), member selection (members.go), floating subnets, classes
 // and VIP ports (networks.go) and ingress hostnames (hostname.go).
 //
+// Every cloud call goes through pkg/openstack (its Octavia and Neutron
+// adapters, their domain types and retry policy); this package declares
+// only the narrow interfaces it consumes (cloud.go, secgroups.go), which
+// the hand fakes of its logic tests implement too.
+//
 // The README's section "Services of type LoadBalancer" is the reference
 // for every annotation and [LoadBalancer] key, and where Stackward differs
 // from the upstream OpenStack CCM.

@@ -1,9 +1,14 @@
-// Package openstack is Stackward's only door to the OpenStack APIs. It turns
-// gophercloud v2 responses into the small domain types below, behind
-// ctx-first interfaces (one per service) that the CCM and the approver share.
+// Package openstack is Stackward's only door to the OpenStack APIs: every
+// gophercloud call of the CCM and the approver is made here (Keystone in
+// clients.go, Nova in compute.go, Neutron in network.go, ownership*.go and
+// neutron_*.go, Octavia in octavia*.go). It turns gophercloud v2 responses
+// into one set of small domain types (one Port, one FloatingIP), and the
+// packages that use them (loadbalancer, routes, approver, provider)
+// declare the narrow ctx-first interfaces they consume.
 //
 // Every call goes through one instrumented helper that records its duration
-// and errors by service and operation, and retries what is safe to retry.
+// and errors by service and operation, and retries only what operations.go
+// declares safe to repeat (reads, idempotent writes; never a create).
 // Errors keep their meaning: a 404 becomes ErrNotFound, everything else stays
 // an unknown failure that callers must never treat as "not found".
 package openstack
