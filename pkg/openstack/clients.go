@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -146,65 +145,6 @@ func serviceClient(provider *gophercloud.ProviderClient, eo gophercloud.Endpoint
 		return nil, fmt.Errorf("find the %s service (region %q, interface %s) in the catalog: %w", serviceType, eo.Region, eo.Availability, err)
 	}
 	return &gophercloud.ServiceClient{ProviderClient: provider, Endpoint: url, Type: serviceType}, nil
-}
-
-// AuthOptions maps [Global] onto gophercloud's options the way Keystone
-// clients do: domain-id/domain-name are the default for both the user's and
-// the project's domain, and the scope when no project is given.
-func AuthOptions(g config.Global) gophercloud.AuthOptions {
-	userDomainID, userDomainName := g.UserDomainID, g.UserDomainName
-	if userDomainID == "" && userDomainName == "" {
-		userDomainID, userDomainName = g.DomainID, g.DomainName
-	}
-	ao := gophercloud.AuthOptions{
-		IdentityEndpoint:            g.AuthURL,
-		Username:                    g.Username,
-		UserID:                      g.UserID,
-		Password:                    g.Password,
-		DomainID:                    userDomainID,
-		DomainName:                  userDomainName,
-		ApplicationCredentialID:     g.ApplicationCredentialID,
-		ApplicationCredentialName:   g.ApplicationCredentialName,
-		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
-		AllowReauth:                 true,
-	}
-	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
-		// An application credential carries its own scope.
-		ao.Password = ""
-		return ao
-	}
-	projectDomainID, projectDomainName := g.TenantDomainID, g.TenantDomainName
-	if projectDomainID == "" && projectDomainName == "" {
-		projectDomainID, projectDomainName = g.DomainID, g.DomainName
-	}
-	switch {
-	case g.TrustID != "":
-		ao.Scope = &gophercloud.AuthScope{TrustID: g.TrustID}
-	case g.TenantID != "":
-		ao.Scope = &gophercloud.AuthScope{ProjectID: g.TenantID}
-	case g.TenantName != "":
-		ao.Scope = &gophercloud.AuthScope{ProjectName: g.TenantName, DomainID: projectDomainID}
-		if projectDomainID == "" {
-			ao.Scope.DomainName = projectDomainName
-		}
-	case g.DomainID != "":
-		ao.Scope = &gophercloud.AuthScope{DomainID: g.DomainID}
-	case g.DomainName != "":
-		ao.Scope = &gophercloud.AuthScope{DomainName: g.DomainName}
-	default:
-		ao.Scope = &gophercloud.AuthScope{}
-	}
-	return ao
-}
-
-func availability(endpointType string) gophercloud.Availability {
-	switch strings.TrimSuffix(endpointType, "URL") {
-	case "internal":
-		return gophercloud.AvailabilityInternal
-	case "admin":
-		return gophercloud.AvailabilityAdmin
-	}
-	return gophercloud.AvailabilityPublic
 }
 
 func newHTTPClient(g config.Global, timeout time.Duration) (*http.Client, error) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
@@ -133,20 +131,4 @@ func (n *Neutron) Networks(ctx context.Context, ids []string) ([]NetworkInfo, er
 		out = append(out, NetworkInfo{ID: nw.ID, Name: nw.Name, ProjectID: project, Shared: nw.Shared, External: nw.External})
 	}
 	return out, nil
-}
-
-// authProject returns the project the token is scoped to, or "" when the
-// token is not project-scoped (or not a Keystone v3 token).
-func authProject(provider *gophercloud.ProviderClient) string {
-	r, ok := provider.GetAuthResult().(interface {
-		ExtractProject() (*tokens.Project, error)
-	})
-	if !ok {
-		return ""
-	}
-	p, err := r.ExtractProject()
-	if err != nil || p == nil {
-		return ""
-	}
-	return p.ID
 }
