@@ -7,6 +7,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 func toFloatingIP(f floatingips.FloatingIP) FloatingIP {
@@ -21,15 +22,8 @@ func toFloatingIP(f floatingips.FloatingIP) FloatingIP {
 // listFloatingIPs is the one floating IP listing; op keeps the metric label
 // each caller has always had.
 func (n *Neutron) listFloatingIPs(ctx context.Context, op string, opts floatingips.ListOptsBuilder) ([]FloatingIP, error) {
-	var list []floatingips.FloatingIP
-	err := n.do(ctx, op, func(ctx context.Context) error {
-		pages, err := floatingips.List(n.client, opts).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = floatingips.ExtractFloatingIPs(pages)
-		return err
-	})
+	list, err := listAll(ctx, n.caller, ServiceNetwork, op,
+		func() pagination.Pager { return floatingips.List(n.client, opts) }, floatingips.ExtractFloatingIPs)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // Subnet is the part of a Neutron subnet the load balancers choose by.
@@ -27,24 +28,17 @@ type TagFilter struct {
 // ExternalNetworks returns the IDs of the router:external networks.
 func (n *Neutron) ExternalNetworks(ctx context.Context) ([]string, error) {
 	yes := true
-	var ids []string
-	err := n.do(ctx, "list_networks", func(ctx context.Context) error {
-		opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &yes}
-		pages, err := networks.List(n.client, opts).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		var nets []networks.Network
-		if err := networks.ExtractNetworksInto(pages, &nets); err != nil {
-			return err
-		}
-		ids = ids[:0]
-		for _, nw := range nets {
-			ids = append(ids, nw.ID)
-		}
-		return nil
-	})
-	return ids, err
+	opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &yes}
+	nets, err := listAll(ctx, n.caller, ServiceNetwork, "list_networks",
+		func() pagination.Pager { return networks.List(n.client, opts) }, into[networks.Network](networks.ExtractNetworksInto))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(nets))
+	for _, nw := range nets {
+		ids = append(ids, nw.ID)
+	}
+	return ids, nil
 }
 
 // Subnets lists a network's subnets that pass the tag filter. Neutron
@@ -64,15 +58,8 @@ func (n *Neutron) Subnets(ctx context.Context, networkID string, filter TagFilte
 			opts.NotTagsAny = tags // Neutron drops those with any: none present
 		}
 	}
-	var list []subnets.Subnet
-	err := n.do(ctx, "list_subnets", func(ctx context.Context) error {
-		pages, err := subnets.List(n.client, opts).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = subnets.ExtractSubnets(pages)
-		return err
-	})
+	list, err := listAll(ctx, n.caller, ServiceNetwork, "list_subnets",
+		func() pagination.Pager { return subnets.List(n.client, opts) }, subnets.ExtractSubnets)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsecurity"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 func (n *Neutron) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
@@ -32,15 +33,8 @@ func fromPortJSON(p portJSON) Port {
 // a project, by subnet, by security group, by address) follows every page
 // and converts the same way.
 func (n *Neutron) listPorts(ctx context.Context, opts ports.ListOptsBuilder) ([]Port, error) {
-	var list []portJSON
-	err := n.do(ctx, "list_ports", func(ctx context.Context) error {
-		pages, err := ports.List(n.client, opts).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list = nil
-		return ports.ExtractPortsInto(pages, &list)
-	})
+	list, err := listAll(ctx, n.caller, ServiceNetwork, "list_ports",
+		func() pagination.Pager { return ports.List(n.client, opts) }, into[portJSON](ports.ExtractPortsInto))
 	if err != nil {
 		return nil, err
 	}

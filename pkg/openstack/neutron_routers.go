@@ -6,6 +6,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // Route is one route of a Neutron router.
@@ -16,23 +17,16 @@ type Route struct {
 
 // Extensions returns the aliases of Neutron's API extensions.
 func (n *Neutron) Extensions(ctx context.Context) ([]string, error) {
-	var aliases []string
-	err := n.do(ctx, "list_extensions", func(ctx context.Context) error {
-		pages, err := extensions.List(n.client).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		exts, err := extensions.ExtractExtensions(pages)
-		if err != nil {
-			return err
-		}
-		aliases = aliases[:0]
-		for _, e := range exts {
-			aliases = append(aliases, e.Alias)
-		}
-		return nil
-	})
-	return aliases, err
+	exts, err := listAll(ctx, n.caller, ServiceNetwork, "list_extensions",
+		func() pagination.Pager { return extensions.List(n.client) }, extensions.ExtractExtensions)
+	if err != nil {
+		return nil, err
+	}
+	aliases := make([]string, 0, len(exts))
+	for _, e := range exts {
+		aliases = append(aliases, e.Alias)
+	}
+	return aliases, nil
 }
 
 // RouterRoutes returns a router's routes and its revision_number.

@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // SecurityGroup is a Neutron security group with its rules.
@@ -48,15 +49,8 @@ func toSecurityGroup(sg groups.SecGroup) SecurityGroup {
 // FindGroups lists the security groups with exactly this name, rules
 // included.
 func (n *Neutron) FindGroups(ctx context.Context, name string) ([]SecurityGroup, error) {
-	var list []groups.SecGroup
-	err := n.do(ctx, "list_security_groups", func(ctx context.Context) error {
-		pages, err := groups.List(n.client, groups.ListOpts{Name: name}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = groups.ExtractGroups(pages)
-		return err
-	})
+	list, err := listAll(ctx, n.caller, ServiceNetwork, "list_security_groups",
+		func() pagination.Pager { return groups.List(n.client, groups.ListOpts{Name: name}) }, groups.ExtractGroups)
 	if err != nil {
 		return nil, err
 	}

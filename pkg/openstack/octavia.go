@@ -10,6 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // Octavia is every load-balancer API call Stackward makes, through
@@ -36,15 +37,9 @@ func (o *Octavia) do(ctx context.Context, op string, fn func(ctx context.Context
 }
 
 func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]LoadBalancer, error) {
-	var list []loadbalancers.LoadBalancer
-	err := o.do(ctx, "list_loadbalancers", func(ctx context.Context) error {
-		pages, err := loadbalancers.List(o.client, loadbalancers.ListOpts{Name: name, Tags: []string{tag}}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		list, err = loadbalancers.ExtractLoadBalancers(pages)
-		return err
-	})
+	opts := loadbalancers.ListOpts{Name: name, Tags: []string{tag}}
+	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
+		func() pagination.Pager { return loadbalancers.List(o.client, opts) }, loadbalancers.ExtractLoadBalancers)
 	if err != nil {
 		return nil, err
 	}

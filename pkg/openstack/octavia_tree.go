@@ -8,33 +8,20 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // Tree costs three calls whatever the size of the load balancer (listeners,
 // pools, and the status tree that carries every member's address and
 // port), plus one per health monitor for its settings.
 func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
-	var ls []listeners.Listener
-	err := o.do(ctx, "list_listeners", func(ctx context.Context) error {
-		pages, err := listeners.List(o.client, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		ls, err = listeners.ExtractListeners(pages)
-		return err
-	})
+	ls, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_listeners",
+		func() pagination.Pager { return listeners.List(o.client, listeners.ListOpts{LoadbalancerID: lbID}) }, listeners.ExtractListeners)
 	if err != nil {
 		return nil, err
 	}
-	var ps []pools.Pool
-	err = o.do(ctx, "list_pools", func(ctx context.Context) error {
-		pages, err := pools.List(o.client, pools.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
-		if err != nil {
-			return err
-		}
-		ps, err = pools.ExtractPools(pages)
-		return err
-	})
+	ps, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_pools",
+		func() pagination.Pager { return pools.List(o.client, pools.ListOpts{LoadbalancerID: lbID}) }, pools.ExtractPools)
 	if err != nil {
 		return nil, err
 	}

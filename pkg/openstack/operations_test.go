@@ -51,9 +51,10 @@ func TestEveryOperationDeclaresItsRetryPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// c.Do(ctx, ServiceX, "op", ...) names its service; the per-adapter
+	// c.Do(ctx, ServiceX, "op", ...) and listAll(ctx, n.caller, ServiceX,
+	// "op", ...) name their service; the per-adapter
 	// helpers n.do(ctx, "op", ...) and o.do(...) imply theirs.
-	direct := regexp.MustCompile(`\.Do\(ctx, (Service\w+), "(\w+)"`)
+	direct := regexp.MustCompile(`(?:\.Do|\blistAll)\(ctx, (?:\w+\.caller, )?(Service\w+), "(\w+)"`)
 	helper := regexp.MustCompile(`\b([no])\.(?:do|listFloatingIPs)\(ctx, "(\w+)"`)
 	services := map[string]string{"ServiceIdentity": ServiceIdentity, "ServiceCompute": ServiceCompute,
 		"ServiceNetwork": ServiceNetwork, "ServiceLoadBalancer": ServiceLoadBalancer, "n": ServiceNetwork, "o": ServiceLoadBalancer}
@@ -76,7 +77,7 @@ func TestEveryOperationDeclaresItsRetryPolicy(t *testing.T) {
 			}
 		}
 	}
-	if seen < 40 {
+	if seen < 45 {
 		t.Fatalf("found only %d call sites; the patterns no longer match the adapters", seen)
 	}
 }
