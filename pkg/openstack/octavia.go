@@ -36,6 +36,8 @@ func (o *Octavia) do(ctx context.Context, op string, fn func(ctx context.Context
 	return o.caller.Do(ctx, ServiceLoadBalancer, op, fn)
 }
 
+// FindLoadBalancers lists the load balancers with exactly this name that
+// carry tag.
 func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]LoadBalancer, error) {
 	opts := loadbalancers.ListOpts{Name: name, Tags: []string{tag}}
 	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
@@ -66,6 +68,8 @@ func toVIPs(vips []loadbalancers.AdditionalVip) []VIP {
 	return out
 }
 
+// CreateLoadBalancer creates the whole tree of spec in one fully
+// populated call.
 func (o *Octavia) CreateLoadBalancer(ctx context.Context, spec Spec) (*LoadBalancer, error) {
 	opts := loadbalancers.CreateOpts{
 		Name: spec.Name, Description: spec.Description, Tags: spec.Tags,
@@ -145,12 +149,14 @@ func monitorCreateOpts(poolID string, m MonitorSpec) monitors.CreateOpts {
 	return mo
 }
 
+// DeleteLoadBalancer deletes a load balancer and its children (cascade).
 func (o *Octavia) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return o.do(ctx, "delete_loadbalancer", func(ctx context.Context) error {
 		return loadbalancers.Delete(ctx, o.client, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 	})
 }
 
+// GetLoadBalancer reads one load balancer; a 404 wraps ErrNotFound.
 func (o *Octavia) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
 	var lb *loadbalancers.LoadBalancer
 	err := o.do(ctx, "get_loadbalancer", func(ctx context.Context) error {
@@ -168,6 +174,7 @@ func (o *Octavia) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer
 	return &out, nil
 }
 
+// SetLoadBalancerTags replaces a load balancer's tags.
 func (o *Octavia) SetLoadBalancerTags(ctx context.Context, id string, tags []string) error {
 	return o.do(ctx, "update_loadbalancer", func(ctx context.Context) error {
 		return loadbalancers.Update(ctx, o.client, id, loadbalancers.UpdateOpts{Tags: &tags}).Err

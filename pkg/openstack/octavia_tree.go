@@ -75,6 +75,8 @@ func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 	return tree, nil
 }
 
+// CreateListener creates a listener with its default pool, members and
+// monitor nested; tried once (operations.go).
 func (o *Octavia) CreateListener(ctx context.Context, lbID string, spec ListenerSpec) error {
 	opts := listenerCreateOpts(spec)
 	opts.LoadbalancerID = lbID
@@ -83,6 +85,8 @@ func (o *Octavia) CreateListener(ctx context.Context, lbID string, spec Listener
 	})
 }
 
+// UpdateListener sets a listener's limits, allowed CIDRs, timeouts and,
+// for a layer-7 listener, its certificate and headers.
 func (o *Octavia) UpdateListener(ctx context.Context, id string, spec ListenerSpec) error {
 	cidrs := spec.AllowedCIDRs
 	if cidrs == nil {
@@ -96,12 +100,14 @@ func (o *Octavia) UpdateListener(ctx context.Context, id string, spec ListenerSp
 	})
 }
 
+// DeleteListener deletes a listener.
 func (o *Octavia) DeleteListener(ctx context.Context, id string) error {
 	return o.do(ctx, "delete_listener", func(ctx context.Context) error {
 		return listeners.Delete(ctx, o.client, id).ExtractErr()
 	})
 }
 
+// CreatePool creates a listener's default pool; tried once.
 func (o *Octavia) CreatePool(ctx context.Context, listenerID string, spec PoolSpec) error {
 	opts := poolCreateOpts(spec)
 	opts.ListenerID = listenerID
@@ -110,6 +116,7 @@ func (o *Octavia) CreatePool(ctx context.Context, listenerID string, spec PoolSp
 	})
 }
 
+// UpdatePool sets a pool's method and session persistence.
 func (o *Octavia) UpdatePool(ctx context.Context, id string, spec PoolSpec) error {
 	return o.do(ctx, "update_pool", func(ctx context.Context) error {
 		// An empty SessionPersistence is sent as null: no persistence.
@@ -118,12 +125,14 @@ func (o *Octavia) UpdatePool(ctx context.Context, id string, spec PoolSpec) erro
 	})
 }
 
+// DeletePool deletes a pool.
 func (o *Octavia) DeletePool(ctx context.Context, id string) error {
 	return o.do(ctx, "delete_pool", func(ctx context.Context) error {
 		return pools.Delete(ctx, o.client, id).ExtractErr()
 	})
 }
 
+// SetMembers replaces a pool's members in one batch call.
 func (o *Octavia) SetMembers(ctx context.Context, poolID string, members []Member) error {
 	opts := make([]pools.BatchUpdateMemberOpts, 0, len(members))
 	for _, m := range members {
@@ -147,12 +156,14 @@ func (o *Octavia) SetMembers(ctx context.Context, poolID string, members []Membe
 	})
 }
 
+// CreateMonitor creates a pool's health monitor; tried once.
 func (o *Octavia) CreateMonitor(ctx context.Context, poolID string, spec MonitorSpec) error {
 	return o.do(ctx, "create_healthmonitor", func(ctx context.Context) error {
 		return monitors.Create(ctx, o.client, monitorCreateOpts(poolID, spec)).Err
 	})
 }
 
+// UpdateMonitor sets a health monitor's timings and URL path.
 func (o *Octavia) UpdateMonitor(ctx context.Context, id string, spec MonitorSpec) error {
 	opts := monitors.UpdateOpts{Delay: spec.Delay, Timeout: spec.Timeout, MaxRetries: spec.MaxRetries,
 		MaxRetriesDown: spec.MaxRetriesDown, URLPath: spec.URLPath}
@@ -161,6 +172,7 @@ func (o *Octavia) UpdateMonitor(ctx context.Context, id string, spec MonitorSpec
 	})
 }
 
+// DeleteMonitor deletes a health monitor.
 func (o *Octavia) DeleteMonitor(ctx context.Context, id string) error {
 	return o.do(ctx, "delete_healthmonitor", func(ctx context.Context) error {
 		return monitors.Delete(ctx, o.client, id).ExtractErr()
