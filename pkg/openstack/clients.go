@@ -42,8 +42,8 @@ type Clients struct {
 	ProjectID string
 	// Region is the configured region ("" when the cloud has one).
 	Region string
-	// Caller is the instrumented helper the adapters share; new adapters
-	// (Octavia) must use it too.
+	// Caller is the instrumented helper every adapter of this package
+	// shares (NewOctavia too).
 	Caller *Caller
 	// Provider is the authenticated gophercloud provider (it re-authenticates
 	// by itself), and Endpoint the options to find services in its catalog.
