@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/cloud-provider/names"
+	_ "k8s.io/component-base/logs/json/register" // as main registers it
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
@@ -160,5 +161,32 @@ func TestControllersAreNodeLifecycleServiceAndRoute(t *testing.T) {
 	if aliases["cloud-node"] != names.CloudNodeController || aliases["cloud-node-lifecycle"] != names.CloudNodeLifecycleController ||
 		aliases["service"] != names.ServiceLBController || aliases["route"] != names.NodeRouteController || len(aliases) != 4 {
 		t.Errorf("aliases = %v, want cloud-node, cloud-node-lifecycle, service and route", aliases)
+	}
+}
+
+// TestLoggingFormats: --logging-format=json is a known format (main
+// registers it; so does this test binary, below). The command applies the
+// logging flags and only then fails for want of a kubeconfig ("no configuration"); an unknown
+// format fails first.
+func TestLoggingFormats(t *testing.T) {
+	path := writeFile(t, "[Global]\nauth-url = https://keystone.example:5000/v3\nusername = u\npassword = p\ntenant-name = demo\ndomain-name = Default\nregion = RegionOne\n")
+	fakeClients := Options{NewClients: func(context.Context, *config.Config, openstack.ClientOptions) (*openstack.Clients, error) {
+		return &openstack.Clients{Compute: openstack.NewServerCache(nil, 0)}, nil
+	}}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	tests := []struct {
+		name, format, wantErr, notErr string
+	}{
+		{"an unknown format is refused", "xml", `"xml"`, ""},
+		// Applied for the rest of this test binary: the last case.
+		{"JSON logging is accepted", "json", "no configuration has been provided", "format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, fakeClients, "--logging-format="+tt.format, "--cloud-config="+path, "--secure-port=0", "--leader-elect=false")
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || (tt.notErr != "" && strings.Contains(err.Error(), tt.notErr)) {
+				t.Errorf("--logging-format=%s: error %v, want one mentioning %s (not %q)", tt.format, err, tt.wantErr, tt.notErr)
+			}
+		})
 	}
 }
