@@ -225,9 +225,12 @@ func newFlags() *flags {
 	fs.DurationVar(&cfg.ServingCertLifetime, "serving-cert-lifetime", pki.DefaultServingCertLifetime,
 		"Lifetime of the certificates --sign-with-ca-dir issues (spec.expirationSeconds may shorten it). Short, so a\n"+
 			"leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.")
-	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
-		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
-			"\"0\" disables it.")
+	cfg.Serving = approver.NewServing()
+	cfg.Serving.AddFlags(fs)
+	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
+		"Deprecated: use --bind-address and --secure-port. A host:port that replaces them; \"0\" serves nothing. The\n"+
+			"endpoint is HTTPS with delegated authentication and authorization either way.")
+	_ = fs.MarkDeprecated("metrics-bind-address", "use --bind-address and --secure-port (the endpoint is HTTPS now)")
 
 	f := &flags{fs: fs, cfg: cfg, logging: logsapi.NewLoggingConfiguration()}
 	// Logging as in stackward-ccm (component-base): --logging-format

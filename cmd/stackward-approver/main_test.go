@@ -19,7 +19,7 @@ func TestFlagsFillTheConfig(t *testing.T) {
 		"--kubeconfig=/k", "--cloud-config=/c", "--dns-suffix=a.example", "--dns-suffix=b.example",
 		"--max-expiration=720h", "--leave-pending-on-deny", "--subject-access-review", "--max-pending-per-node=5",
 		"--cloud-qps=3", "--leader-elect=false", "--leader-elect-resource-namespace=ns", "--leader-elect-resource-name=lease",
-		"--metrics-bind-address=:9999", "--kube-api-qps=50.5",
+		"--bind-address=192.0.2.7", "--secure-port=9443", "--authentication-kubeconfig=/a", "--kube-api-qps=50.5",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +28,17 @@ func TestFlagsFillTheConfig(t *testing.T) {
 	if cfg.Kubeconfig != "/k" || cfg.CloudConfig != "/c" || !slices.Equal(cfg.DNSSuffixes, []string{"a.example", "b.example"}) ||
 		cfg.MaxExpiration != 720*time.Hour || !cfg.LeavePendingOnDeny || !cfg.SubjectAccessReview || cfg.MaxPendingPerNode != 5 ||
 		cfg.CloudQPS != 3 || cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != "ns" || cfg.LeaderElection.LeaseName != "lease" ||
-		cfg.MetricsBindAddress != ":9999" || cfg.KubeAPIQPS != 50.5 {
+		cfg.Serving.SecureServing.BindAddress.String() != "192.0.2.7" || cfg.Serving.SecureServing.BindPort != 9443 ||
+		cfg.Serving.Authentication.RemoteKubeConfigFile != "/a" || cfg.KubeAPIQPS != 50.5 {
 		t.Errorf("config %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
+	}
+	// The old flag still works (the chart of the previous release uses it).
+	f = newFlags()
+	if err := f.fs.Parse([]string{"--metrics-bind-address=:9999"}); err != nil || f.cfg.MetricsBindAddress != ":9999" {
+		t.Errorf("--metrics-bind-address: %v, %q", err, f.cfg.MetricsBindAddress)
 	}
 }
 
@@ -48,8 +54,12 @@ func TestDefaultsAreSafe(t *testing.T) {
 	if cfg.AllowAccessIPs || len(cfg.ServiceCIDRs) != 1 || cfg.ServiceCIDRs[0].String() != "10.96.0.0/12" {
 		t.Errorf("access IPs allowed %v, Service CIDRs %v; want not allowed and kubeadm's 10.96.0.0/12", cfg.AllowAccessIPs, cfg.ServiceCIDRs)
 	}
-	if !strings.HasPrefix(cfg.MetricsBindAddress, "127.0.0.1:") {
-		t.Errorf("metrics and health on %q by default; want loopback (hostNetwork, unauthenticated)", cfg.MetricsBindAddress)
+	if ss := cfg.Serving.SecureServing; ss.BindAddress.String() != "127.0.0.1" || ss.BindPort != 10263 || cfg.MetricsBindAddress != "" {
+		t.Errorf("metrics and health on %s:%d (--metrics-bind-address %q) by default; want loopback:10263 (the pod has hostNetwork)",
+			ss.BindAddress, ss.BindPort, cfg.MetricsBindAddress)
+	}
+	if a := cfg.Serving.Authorization.AlwaysAllowPaths; !slices.Contains(a, "/healthz") || !slices.Contains(a, "/readyz") || slices.Contains(a, "/metrics") {
+		t.Errorf("paths allowed without authorization %v; want the probes' and not /metrics", a)
 	}
 	if cfg.KubeAPIQPS != 200 || cfg.KubeAPIBurst != 400 {
 		t.Errorf("apiserver client %v QPS, burst %d; want the documented 200 and 400", cfg.KubeAPIQPS, cfg.KubeAPIBurst)
@@ -163,7 +173,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		if len(fl.Usage) < 20 {
 			t.Errorf("--%s: usage %q says too little", fl.Name, fl.Usage)
 		}
-		if !strings.Contains(out.String(), "--"+fl.Name) {
+		if fl.Deprecated == "" && !strings.Contains(out.String(), "--"+fl.Name) {
 			t.Errorf("--help does not list --%s", fl.Name)
 		}
 	})
