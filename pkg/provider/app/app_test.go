@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/cloud-provider/names"
 	_ "k8s.io/component-base/logs/json/register" // as main registers it
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
@@ -138,6 +141,52 @@ func TestNewCloudHandsTheRegistryToTheClients(t *testing.T) {
 	if cloud.ProviderName() != "openstack" {
 		t.Errorf("ProviderName = %q", cloud.ProviderName())
 	}
+	if n, err := testutil.GatherAndCount(reg, "stackward_build_info"); err != nil || n != 1 {
+		t.Errorf("stackward_build_info on the given registry: %d series, %v; want 1", n, err)
+	}
+}
+
+// TestSecurePortDefaultsToLoopback: the CCM pod has hostNetwork, so
+// k8s.io/cloud-provider's 0.0.0.0 would be every interface of the
+// control-plane host.
+func TestSecurePortDefaultsToLoopback(t *testing.T) {
+	cmd, err := NewCommand(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cmd.Flags().Lookup("bind-address"); f == nil || f.DefValue != "127.0.0.1" {
+		t.Errorf("--bind-address %+v, want the default 127.0.0.1", f)
+	}
+	if f := cmd.Flags().Lookup("secure-port"); f == nil || f.DefValue != "10258" {
+		t.Errorf("--secure-port %+v, want the default 10258", f)
+	}
+}
+
+// TestWorkqueueMetricsAreServed: the controllers' queues report to the
+// registry the secure port's /metrics serves (k8s.io/controller-manager
+// installs the workqueue metrics provider in this binary).
+func TestWorkqueueMetricsAreServed(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "stackward-test-queue"})
+	defer q.ShutDown()
+	q.Add("a")
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "workqueue_adds_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == "stackward-test-queue" && m.GetCounter().GetValue() == 1 {
+					return
+				}
+			}
+		}
+	}
+	t.Error(`workqueue_adds_total{name="stackward-test-queue"} 1 is not on the legacy registry /metrics serves`)
 }
 
 func TestControllersAreNodeLifecycleServiceAndRoute(t *testing.T) {
