@@ -93,21 +93,10 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 		}
 		return nil
 	})
-	healthDone := make(<-chan struct{})
-	if serving.enabled() {
-		health, err := newHealthServer(serving, gatherer, live, []healthz.HealthChecker{ready})
-		if err != nil {
-			cancel()
-			return err
-		}
-		if healthDone, err = health.start(ctx, onListen); err != nil {
-			cancel()
-			return err
-		}
-	} else {
-		closed := make(chan struct{})
-		close(closed)
-		healthDone = closed
+	healthDone, err := serveHealth(ctx, serving, gatherer, live, []healthz.HealthChecker{ready}, onListen)
+	if err != nil {
+		cancel()
+		return err
 	}
 	defer func() {
 		cancel()

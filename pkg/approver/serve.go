@@ -121,7 +121,7 @@ func applyMetricsBindAddress(s *Serving, addr string) (*Serving, error) {
 	return s, nil
 }
 
-// server is the approver's running endpoint.
+// healthServer is the approver's endpoint, ready to serve.
 type healthServer struct {
 	serving *genericserver.SecureServingInfo
 	handler http.Handler
@@ -168,6 +168,21 @@ func (h *healthServer) start(ctx context.Context, onListen func(string)) (<-chan
 		onListen(addr)
 	}
 	return stopped, nil
+}
+
+// serveHealth serves s until ctx is done (nothing when s serves nothing);
+// the returned channel closes when the server has shut down.
+func serveHealth(ctx context.Context, s *Serving, gatherer prometheus.Gatherer, live, ready []healthz.HealthChecker, onListen func(string)) (<-chan struct{}, error) {
+	if !s.enabled() {
+		done := make(chan struct{})
+		close(done)
+		return done, nil
+	}
+	h, err := newHealthServer(s, gatherer, live, ready)
+	if err != nil {
+		return nil, err
+	}
+	return h.start(ctx, onListen)
 }
 
 // errNotBuilt is /readyz before the clients exist.
