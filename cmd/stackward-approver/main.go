@@ -6,16 +6,21 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// The JSON log format, as in stackward-ccm: --logging-format=json.
+	// Formats must be registered before the logging flags are added.
+	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/approver"
@@ -32,10 +37,11 @@ func run(args []string) int {
 	if explain {
 		args = args[1:]
 	}
-	fs, cfg := newFlags()
-	printVersion := fs.Bool("version", false, "print the version (the image's org.opencontainers.image.version) and exit")
+	f := newFlags()
+	fs, cfg := f.fs, f.cfg
+	printVersion := fs.Bool("version", false, "Print the version (the image's org.opencontainers.image.version) and exit.")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		return 2
@@ -43,6 +49,10 @@ func run(args []string) int {
 	if *printVersion {
 		fmt.Printf("stackward-approver %s\n", version.Version)
 		return 0
+	}
+	if err := f.applyLogging(nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -74,79 +84,90 @@ func run(args []string) int {
 	return 0
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// prefixList is a repeatable, comma-separated CIDR flag; the first Set
-// replaces the default.
-type prefixList struct {
-	list *[]netip.Prefix
-	set  bool
+// netipList is a repeatable, comma-separated flag of IPs or CIDRs with
+// pflag's slice semantics (those of stackward-ccm's list flags): the first
+// use replaces the default, later ones append.
+type netipList[T fmt.Stringer] struct {
+	list  *[]T
+	parse func(string) (T, error)
+	kind  string
+	set   bool
 }
 
-func (p *prefixList) String() string {
-	if p.list == nil {
-		return ""
-	}
-	var s []string
+func (p *netipList[T]) String() string {
+	s := make([]string, 0, len(*p.list))
 	for _, x := range *p.list {
 		s = append(s, x.String())
 	}
-	return strings.Join(s, ",")
+	return "[" + strings.Join(s, ",") + "]"
 }
 
-func (p *prefixList) Set(v string) error {
+func (p *netipList[T]) Set(v string) error {
 	if !p.set {
 		*p.list, p.set = nil, true
 	}
 	for _, f := range strings.Split(v, ",") {
-		x, err := netip.ParsePrefix(strings.TrimSpace(f))
+		x, err := p.parse(strings.TrimSpace(f))
 		if err != nil {
-			return fmt.Errorf("%q is not a CIDR: %w", f, err)
+			return fmt.Errorf("%q is not %s: %w", f, p.kind, err)
 		}
 		*p.list = append(*p.list, x)
 	}
 	return nil
 }
 
-// addrList is a repeatable, comma-separated IP flag.
-type addrList []netip.Addr
-
-func (a *addrList) String() string {
-	var s []string
-	for _, x := range *a {
-		s = append(s, x.String())
+func (p *netipList[T]) Type() string {
+	if p.kind == "a CIDR" {
+		return "cidrs"
 	}
-	return strings.Join(s, ",")
+	return "ips"
 }
 
-func (a *addrList) Set(v string) error {
-	for _, f := range strings.Split(v, ",") {
-		x, err := netip.ParseAddr(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("%q is not an IP address: %w", f, err)
-		}
-		*a = append(*a, x)
+// flags are the approver's command line: its Config, and the logging
+// configuration main applies before Run.
+type flags struct {
+	fs       *pflag.FlagSet
+	cfg      *approver.Config
+	logging  *logsapi.LoggingConfiguration
+	features featuregate.MutableVersionedFeatureGate
+}
+
+// applyLogging validates the logging flags and makes them klog's; nil
+// options write to the standard streams.
+func (f *flags) applyLogging(opts *logsapi.LoggingOptions) error {
+	if err := f.validateLogging(); err != nil {
+		return err
+	}
+	if err := logsapi.ValidateAndApplyWithOptions(f.logging, opts, f.features); err != nil {
+		return fmt.Errorf("logging flags (--logging-format, -v, --vmodule, --log-*): %w", err)
 	}
 	return nil
 }
 
-func newFlags() (*flag.FlagSet, *approver.Config) {
+// validateLogging reports what is wrong with the logging flags, if
+// anything, without applying them.
+func (f *flags) validateLogging() error {
+	if errs := logsapi.Validate(f.logging, f.features, nil); len(errs) != 0 {
+		return fmt.Errorf("logging flags (--logging-format, -v, --vmodule, --log-*): %w", errs.ToAggregate())
+	}
+	return nil
+}
+
+func newFlags() *flags {
 	cfg := &approver.Config{}
 	cfg.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix(approver.DefaultServiceCIDR)}
-	fs := flag.NewFlagSet("stackward-approver", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("stackward-approver", pflag.ContinueOnError)
+	fs.SortFlags = false
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Empty: the in-cluster service account (the normal case in the CCM pod).")
 	fs.StringVar(&cfg.CloudConfig, "cloud-config", "",
-		"Path to the cloud.conf the CCM uses (required). Its credentials are used to look instances up, and its [Networking]\n"+
-			"section decides which addresses a node has, exactly as the CCM publishes them. Give both containers the same file.")
-	fs.Var((*stringList)(&cfg.DNSSuffixes), "dns-suffix",
-		"A DNS suffix whose <node name>.<suffix> and <server name>.<suffix> are allowed as DNS SANs (repeatable).\n"+
-			"Without it only the bare node name, server name and Hostname addresses are allowed. Also lets a node whose name is\n"+
-			"<server name>.<suffix> vouch for that server.")
+		"Path to a cloud.conf in the CCM's format (required). Its credentials are used to look instances up (they may be a\n"+
+			"read-only credential of the approver's own), and its [Networking] section decides which addresses a node has,\n"+
+			"exactly as the CCM publishes them: keep that section the same as the CCM's.")
+	fs.StringSliceVar(&cfg.DNSSuffixes, "dns-suffix", nil,
+		"A DNS suffix whose <node name>.<suffix> and <server name>.<suffix> are allowed as DNS SANs (repeatable or\n"+
+			"comma-separated, as for stackward-ccm). Without it only the bare node name, server name and Hostname addresses\n"+
+			"are allowed. Also lets a node whose name is <server name>.<suffix> vouch for that server.")
 	fs.DurationVar(&cfg.MaxExpiration, "max-expiration", 0,
 		"Deny requests whose spec.expirationSeconds asks for longer than this (e.g. 720h). 0: no cap here; the signer's\n"+
 			"--cluster-signing-duration still applies.")
@@ -160,34 +181,30 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"At most this many pending requests of one node are considered at a time, oldest first; the others stay pending\n"+
 			"until those are decided. Bounds the cloud calls a misbehaving kubelet can cause. 0: no cap.")
 	fs.Float64Var(&cfg.CloudQPS, "cloud-qps", approver.DefaultCloudQPS,
-		"Maximum cloud calls per second: a lone request costs one targeted lookup, while requests waiting together share\n"+
-			"one listing of the project, which counts once. Calls wait their turn. 0: unlimited.")
+		"Maximum cloud calls per second. A lone request costs a targeted lookup (its server, then its ports and their\n"+
+			"floating IPs); requests waiting together share bulk requests sized by the batch, not the project (Nova servers by\n"+
+			"name, the Neutron ports of those servers, the floating IPs on them when asked for). Every call counts once and\n"+
+			"waits its turn. 0: unlimited.")
 	fs.IntVar(&cfg.CloudBurst, "cloud-burst", approver.DefaultCloudBurst, "Burst allowed above --cloud-qps.")
 	fs.BoolVar(&cfg.AllowAccessIPs, "allow-access-ips", false,
 		"Also certify a server's accessIPv4/accessIPv6. Off by default: any member of the project can set them to any\n"+
 			"address (PUT /servers/{id}), so they prove nothing. The CCM publishes them either way.")
-	fs.Var((*stringList)(&cfg.NetworkIDs), "trusted-network-id",
-		"Only fixed IPs of ports on these Neutron networks are certified (repeatable). Without it, ports on the CCM's\n"+
-			"internal/public network names, on networks the cluster's project owns or an administrator shared.")
-	fs.Var(&prefixList{list: &cfg.ServiceCIDRs}, "service-cidr",
+	fs.StringSliceVar(&cfg.NetworkIDs, "trusted-network-id", nil,
+		"Only fixed IPs of ports on these Neutron networks are certified (repeatable or comma-separated). Without it, ports\n"+
+			"on the CCM's internal/public network names, on networks the cluster's project owns or an administrator shared.")
+	fs.Var(&netipList[netip.Prefix]{list: &cfg.ServiceCIDRs, parse: netip.ParsePrefix, kind: "a CIDR"}, "service-cidr",
 		"The cluster's Service CIDR(s) (repeatable or comma-separated): never certified, whatever the cloud reports\n"+
 			"(the kubernetes Service IP is the apiserver for every pod). Default "+approver.DefaultServiceCIDR+", kubeadm's and bootstrap/'s.")
-	fs.Var((*addrList)(&cfg.ControlPlaneEndpoints), "control-plane-endpoint",
+	fs.Var(&netipList[netip.Addr]{list: &cfg.ControlPlaneEndpoints, parse: netip.ParseAddr, kind: "an IP address"}, "control-plane-endpoint",
 		"The apiserver's addresses (the control-plane endpoint and each apiserver's advertise address; repeatable or\n"+
 			"comma-separated): never certified for a node.")
 	fs.DurationVar(&cfg.CoalesceWindow, "cloud-coalesce-window", approver.DefaultCoalesceWindow,
 		"Least time between the starts of two cloud lookups; requests arriving meanwhile wait and share the next one, which\n"+
 			"always starts after they arrived (a decision never rests on cloud data read before its request).")
 	fs.IntVar(&cfg.Workers, "workers", approver.DefaultWorkers,
-		"Requests decided in parallel; also the most requests one cloud listing can answer at once.")
-	var qps float64
-	fs.Func("kube-api-qps", fmt.Sprintf("Apiserver requests per second of the approver's client (default %d). Each approval or denial is one write.",
-		approver.DefaultKubeAPIQPS), func(v string) error {
-		var err error
-		qps, err = strconv.ParseFloat(v, 32)
-		cfg.KubeAPIQPS = float32(qps)
-		return err
-	})
+		"Requests decided in parallel; also the most requests one cloud lookup batch can answer at once.")
+	fs.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", approver.DefaultKubeAPIQPS,
+		"Apiserver requests per second of the approver's client. Each approval or denial is one write.")
 	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", approver.DefaultKubeAPIBurst, "Burst allowed above --kube-api-qps.")
 	fs.BoolVar(&cfg.LeaderElection.Enabled, "leader-elect", true,
 		"Decide only while holding a Lease, so that one of several replicas acts. Disable only with a single replica.")
@@ -203,24 +220,36 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"How often the Lease is tried and renewed.")
 	fs.StringVar(&cfg.SignWithCADir, "sign-with-ca-dir", "",
 		"Be the kubernetes.io/kubelet-serving signer: sign every approved request with the CA in this directory\n"+
-			"(kubelet-serving-ca.crt and .key, from `stackward pki init`) and write status.certificate. Configure\n"+
+			"(kubelet-serving-ca.crt and .key, from stackward pki init) and write status.certificate. Configure\n"+
 			"kube-controller-manager without --cluster-signing-kubelet-serving-* files then. Empty: KCM signs.")
 	fs.DurationVar(&cfg.ServingCertLifetime, "serving-cert-lifetime", pki.DefaultServingCertLifetime,
 		"Lifetime of the certificates --sign-with-ca-dir issues (spec.expirationSeconds may shorten it). Short, so a\n"+
 			"leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.")
-	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
-		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
-			"\"0\" disables it.")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	klogFlags.VisitAll(func(f *flag.Flag) {
-		if f.Name == "v" || f.Name == "vmodule" {
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, `stackward-approver %s: approves kubelet serving certificate requests (signer kubernetes.io/kubelet-serving)
+	cfg.Serving = approver.NewServing()
+	cfg.Serving.AddFlags(fs)
+	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
+		"Deprecated: use --bind-address and --secure-port. A host:port that replaces them; \"0\" serves nothing. The\n"+
+			"endpoint is HTTPS with delegated authentication and authorization either way.")
+	_ = fs.MarkDeprecated("metrics-bind-address", "use --bind-address and --secure-port (the endpoint is HTTPS now)")
+
+	f := &flags{fs: fs, cfg: cfg, logging: logsapi.NewLoggingConfiguration()}
+	// Logging as in stackward-ccm (component-base): --logging-format
+	// (text, json), -v, --vmodule and the format options, with a feature
+	// gate of this process only (the JSON format is behind a Beta gate,
+	// on by default).
+	fg := featuregate.NewFeatureGate()
+	if err := logsapi.AddFeatureGates(fg); err != nil {
+		panic(fmt.Sprintf("logging feature gates: %v", err)) // a programming error: the gate is new
+	}
+	f.features = fg
+	logsapi.AddFlags(f.logging, fs)
+	fg.AddFlag(fs)
+	fs.Usage = func() { usage(fs.Output(), fs) }
+	return f
+}
+
+func usage(out io.Writer, fs *pflag.FlagSet) {
+	fmt.Fprintf(out, `stackward-approver %s: approves kubelet serving certificate requests (signer kubernetes.io/kubelet-serving)
 only after checking every requested IP and DNS name against what the cloud reports for the requesting node's instance.
 
 Other signers' requests are never touched. A request the cloud proves wrong is denied with a reason naming the
@@ -232,7 +261,5 @@ Usage:
 
 Flags:
 `, version.Version)
-		fs.PrintDefaults()
-	}
-	return fs, cfg
+	fmt.Fprint(out, fs.FlagUsagesWrapped(0))
 }

@@ -9,6 +9,9 @@ import (
 	"syscall"
 
 	"k8s.io/component-base/logs"
+	// The JSON log format (--logging-format=json), as in stackward-approver.
+	// Formats must be registered before the command adds its logging flags.
+	_ "k8s.io/component-base/logs/json/register"
 
 	"github.com/stackward/stackward/pkg/provider/app"
 )

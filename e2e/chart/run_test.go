@@ -77,6 +77,9 @@ func TestChartPodRunsAsInstalled(t *testing.T) {
 	t.Run("a joining node is initialized and gets its serving certificate", func(t *testing.T) {
 		cp.CheckNodeJoins(ctx, t, cloud, "chart-node-1", 1)
 	})
+	t.Run("the approver's metrics are authenticated and follow pending requests", func(t *testing.T) {
+		checkApproverMetrics(ctx, t, cp, cloud, runRelease)
+	})
 	t.Logf("install to approved serving certificate: %v", time.Since(start).Round(time.Millisecond))
 }
 

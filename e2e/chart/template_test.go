@@ -245,7 +245,8 @@ func TestRenderedPodIsHardened(t *testing.T) {
 				}
 			}
 			// Two identities: the CCM the pod's ServiceAccount, the approver
-			// its own, whose metrics stay on loopback.
+			// its own. Both serve HTTPS behind delegated authorization on the
+			// pod's IP, never on every interface of the (hostNetwork) host.
 			if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 				t.Errorf("the pod automounts its ServiceAccount token into every container")
 			}
@@ -264,13 +265,23 @@ func TestRenderedPodIsHardened(t *testing.T) {
 					if len(r.tokens) != 1 || r.tokens[0].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
 						t.Errorf("approver token Secrets %+v: want one, for a ServiceAccount other than the pod's %s", r.tokens, spec.ServiceAccountName)
 					}
-					for _, want := range []string{"--metrics-bind-address=127.0.0.1:", "--service-cidr=10.96.0.0/12"} {
+					for _, want := range []string{"--bind-address=$(POD_IP)", "--secure-port=10263", "--service-cidr=10.96.0.0/12"} {
 						if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
 							t.Errorf("approver args %v lack %s", c.Args, want)
 						}
 					}
-					if c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Host != "127.0.0.1" {
-						t.Errorf("approver liveness probe asks %q, but it listens on 127.0.0.1", c.LivenessProbe.HTTPGet.Host)
+				}
+				if c.Name == "ccm" && !slices.Contains(c.Args, "--bind-address=$(POD_IP)") {
+					t.Errorf("ccm args %v lack --bind-address=$(POD_IP)", c.Args)
+				}
+				if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+					return e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+				}) {
+					t.Errorf("container %s has no POD_IP from the downward API: %+v", c.Name, c.Env)
+				}
+				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+					if p != nil && p.HTTPGet != nil && (p.HTTPGet.Scheme != corev1.URISchemeHTTPS || p.HTTPGet.Host != "") {
+						t.Errorf("container %s probes %s://%s%s, want HTTPS on the pod's IP", c.Name, p.HTTPGet.Scheme, p.HTTPGet.Host, p.HTTPGet.Path)
 					}
 				}
 			}

@@ -146,10 +146,23 @@ func podVolumes(ctx context.Context, t *testing.T, cp *ControlPlane, ns string, 
 }
 
 // containerArgs are the container's args with paths under its mounts
-// pointing at the materialized volumes.
+// pointing at the materialized volumes, and $(VAR) references to its
+// environment expanded as the kubelet does: the downward API's pod IP is
+// 127.0.0.1, where the lab's pod (hostNetwork) serves and is probed.
 func containerArgs(c corev1.Container, mounts map[string]string) []string {
+	var env []string
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+			env = append(env, "$("+e.Name+")", "127.0.0.1")
+		case e.ValueFrom == nil:
+			env = append(env, "$("+e.Name+")", e.Value)
+		}
+	}
+	expand := strings.NewReplacer(env...)
 	args := make([]string, 0, len(c.Args))
 	for _, a := range c.Args {
+		a = expand.Replace(a)
 		// The longest mount that holds the path wins; replaced once (the
 		// directories themselves live under /tmp, a mount too).
 		best := ""

@@ -32,8 +32,14 @@ type Config struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 
-	// MetricsBindAddress serves /healthz, /readyz and /metrics; empty or
-	// "0" serves nothing.
+	// Serving serves /healthz, /readyz and /metrics over HTTPS with
+	// delegated authentication and authorization (NewServing); nil serves
+	// nothing.
+	Serving *Serving
+	// MetricsBindAddress is the deprecated --metrics-bind-address: a
+	// host:port that replaces Serving's address and port (a nil Serving
+	// then takes NewServing's other defaults), "0" serves nothing, empty
+	// leaves Serving alone.
 	MetricsBindAddress string
 
 	// SignWithCADir, when set, makes the approver the kubelet-serving
@@ -62,9 +68,6 @@ const (
 	DefaultMaxPendingPerNode = 3
 	DefaultCloudQPS          = 20
 	DefaultCloudBurst        = 40
-	// DefaultMetricsBindAddress is loopback: the pod runs with hostNetwork,
-	// and the endpoint is not authenticated.
-	DefaultMetricsBindAddress = "127.0.0.1:10263"
 	// DefaultServiceCIDR is kubeadm's default (and bootstrap/'s).
 	DefaultServiceCIDR = "10.96.0.0/12"
 	// A 1,000-node join burst is 1,000 approvals (one write each) plus a
@@ -149,6 +152,10 @@ func (c *Config) Validate() error {
 		if s == "" || s == "." {
 			errs = append(errs, fmt.Errorf("--dns-suffix: %q is empty", s))
 		}
+	}
+	errs = append(errs, c.Serving.Validate()...)
+	if _, err := applyMetricsBindAddress(nil, c.MetricsBindAddress); err != nil {
+		errs = append(errs, err)
 	}
 	le := c.LeaderElection
 	if le.Enabled {

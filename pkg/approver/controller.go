@@ -141,14 +141,19 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		// decided within seconds of the recovery, not minutes.
 		rl = workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 10*time.Second)
 	}
+	wq, err := newWorkqueueMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("new approver: %w", err)
+	}
 	c := &Controller{
 		client:   client,
 		opts:     opts,
 		metrics:  m,
 		recorder: opts.Recorder,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "stackward-approver"}),
-		now:      time.Now,
-		events:   newEventAggregator(opts.Recorder, opts.EventWindow),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
+			Name: "stackward-approver", MetricsProvider: wq}),
+		now:    time.Now,
+		events: newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
 	// Only kubelet serving requests are listed and watched; the handler
 	// filters again for clients (and fakes) that ignore field selectors.
@@ -176,6 +181,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	}
 	c.csrs, c.nodes = csrInf.Lister(), nodeInf.Lister()
 	c.synced = []cache.InformerSynced{c.csrInformer.HasSynced, nodeInf.Informer().HasSynced}
+	if err := reg.Register(newPendingCollector(c.csrs, c.csrInformer.HasSynced, func() time.Time { return c.now() })); err != nil {
+		return nil, fmt.Errorf("new approver: register pending CSR metrics: %w", err)
+	}
 	if _, err := c.csrInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onChange,
 		UpdateFunc: func(_, obj any) { c.onChange(obj) },

@@ -19,11 +19,12 @@
 // instance does not exist, a SAN is not the instance's) does.
 //
 // Join bursts: requests that wait for the cloud together are answered by
-// one listing each of the project's servers and ports (and floating IPs
-// when asked for) started after all of them were asked (a lone request
-// costs one targeted lookup), so no decision rests on cloud data older
-// than its request, and a burst of N requests costs a few listings rather
-// than N calls. Each decision is one apiserver write; Events of
+// bulk requests sized by the batch, not the project (the servers of the
+// names they may bind to, the project's ports of those servers, and the
+// floating IPs on those ports when asked for), started after all of them
+// were asked (a lone request costs one targeted lookup), so no decision
+// rests on cloud data older than its request, and a burst of N requests
+// costs a few bulk requests rather than N lookups. Each decision is one apiserver write; Events of
 // identical approvals are folded into one per window, denials always get
 // their own.
 package approver

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -13,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,6 +35,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Delegated authentication and authorization ask the apiserver the
+	// approver talks to, unless told otherwise (the CCM needs
+	// --authentication-kubeconfig and --authorization-kubeconfig for that).
+	if s := cfg.Serving; s != nil && cfg.Kubeconfig != "" {
+		if s.Authentication.RemoteKubeConfigFile == "" {
+			s.Authentication.RemoteKubeConfigFile = cfg.Kubeconfig
+		}
+		if s.Authorization.RemoteKubeConfigFile == "" {
+			s.Authorization.RemoteKubeConfigFile = cfg.Kubeconfig
+		}
+	}
 	return runWithClient(ctx, cfg, client, nil)
 }
 
@@ -51,16 +61,31 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 	} else if g, ok := cfg.Registerer.(prometheus.Gatherer); ok {
 		gatherer = g
 	}
+	if err := cfg.Registerer.Register(version.BuildInfo("stackward-approver")); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return fmt.Errorf("register stackward_build_info: %w", err)
+	}
+	serving, err := applyMetricsBindAddress(cfg.Serving, cfg.MetricsBindAddress)
+	if err != nil {
+		return err
+	}
 	// Health first: building the cloud clients authenticates to Keystone,
 	// which may take a while; the process is alive (not ready) meanwhile.
 	ctx, cancel := context.WithCancel(ctx)
 	var leading atomic.Bool
 	var controller atomic.Pointer[Controller]
-	health := newHealthServer(cfg.MetricsBindAddress, gatherer, func() error {
+	// The leader's liveness fails when it has not renewed its Lease for
+	// longer than this past the lease duration (a stuck process is
+	// restarted), as in the CCM.
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	var live []healthz.HealthChecker
+	if cfg.LeaderElection.Enabled {
+		live = append(live, watchdog)
+	}
+	ready := healthz.NamedCheck("csr-controller", func(*http.Request) error {
 		c := controller.Load()
 		switch {
 		case c == nil:
-			return errors.New("starting: cloud and API clients not built yet")
+			return errNotBuilt
 		case cfg.LeaderElection.Enabled && !leading.Load():
 			return nil // a standby replica is ready to take over
 		case !c.HasSynced():
@@ -68,7 +93,7 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 		}
 		return nil
 	})
-	healthDone, err := health.start(ctx, onListen)
+	healthDone, err := serveHealth(ctx, serving, gatherer, live, []healthz.HealthChecker{ready}, onListen)
 	if err != nil {
 		cancel()
 		return err
@@ -102,7 +127,7 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 		leading.Store(true)
 		return c.Run(ctx)
 	}
-	return runLeading(ctx, client, cfg.LeaderElection, &leading, c.Run, logger)
+	return runLeading(ctx, client, cfg.LeaderElection, watchdog, &leading, c.Run, logger)
 }
 
 func newKubeClient(cfg Config) (kubernetes.Interface, error) {
@@ -133,7 +158,14 @@ func newKubeClient(cfg Config) (kubernetes.Interface, error) {
 // runLeading decides CSRs only while this replica holds the Lease. Losing
 // the Lease while ctx is still live is an error: the process exits and its
 // restart competes again, with fresh caches.
-func runLeading(ctx context.Context, client kubernetes.Interface, le LeaderElection, leading *atomic.Bool,
+//
+// It is client-go's leader elector with a Lease lock, the very runner
+// k8s.io/cloud-provider gives the CCM container next to it: the same
+// semantics (release on cancel, renew deadline, the watchdog behind
+// /healthz) and the same flags, without a second framework (a
+// controller-runtime manager would bring its own client, cache, metrics
+// registry and health server for one controller).
+func runLeading(ctx context.Context, client kubernetes.Interface, le LeaderElection, watchdog *leaderelection.HealthzAdaptor, leading *atomic.Bool,
 	run func(context.Context) error, logger klog.Logger) error {
 	le.withDefaults()
 	if le.Identity == "" {
@@ -156,6 +188,7 @@ func runLeading(ctx context.Context, client kubernetes.Interface, le LeaderElect
 		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            le.LeaseName,
+		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Leading: deciding CSRs", "lease", le.Namespace+"/"+le.LeaseName, "identity", le.Identity)
@@ -186,57 +219,4 @@ func runLeading(ctx context.Context, client kubernetes.Interface, le LeaderElect
 	case <-time.After(le.RenewDeadline):
 		return nil // never led, or the controller is still draining
 	}
-}
-
-// healthServer serves /healthz (the process is alive), /readyz (it can
-// decide, or stands by) and /metrics.
-type healthServer struct {
-	addr   string
-	server *http.Server
-}
-
-func newHealthServer(addr string, gatherer prometheus.Gatherer, ready func() error) *healthServer {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
-	return &healthServer{addr: addr, server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-}
-
-// start listens (so a bad address fails Run at once) and serves until ctx
-// is done; the returned channel closes when the server has shut down.
-func (h *healthServer) start(ctx context.Context, onListen func(string)) (<-chan struct{}, error) {
-	done := make(chan struct{})
-	if h.addr == "" || h.addr == "0" {
-		close(done)
-		return done, nil
-	}
-	ln, err := net.Listen("tcp", h.addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-bind-address %s: %w", h.addr, err)
-	}
-	logger := klog.FromContext(ctx)
-	logger.Info("Serving health and metrics", "address", ln.Addr().String())
-	if onListen != nil {
-		onListen(ln.Addr().String())
-	}
-	go func() {
-		if err := h.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error(err, "Health and metrics server failed")
-		}
-	}()
-	go func() {
-		defer close(done)
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = h.server.Shutdown(shutdownCtx)
-	}()
-	return done, nil
 }

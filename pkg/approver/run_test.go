@@ -3,7 +3,6 @@ package approver
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,16 +21,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 )
 
-func get(url string) (int, string) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestRunLeadsDecidesServesAndShutsDown runs the whole process logic on a
 // fake apiserver: it takes the Lease, approves, serves health and metrics,
 // and on cancel stops cleanly and gives the Lease up.
@@ -42,7 +31,7 @@ func TestRunLeadsDecidesServesAndShutsDown(t *testing.T) {
 		Cloud:   testCloud(),
 		LeaderElection: LeaderElection{Enabled: true, Namespace: "kube-system", Identity: "test-replica",
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
-		MetricsBindAddress: "127.0.0.1:0",
+		Serving: testServing(t),
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -53,23 +42,46 @@ func TestRunLeadsDecidesServesAndShutsDown(t *testing.T) {
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() { done <- runWithClient(ctx, cfg, client, func(a string) { addr <- a }) }()
-	base := "http://" + <-addr
+	base := "https://" + <-addr
 
 	if c := waitCondition(t, client, "good"); c.Type != certificatesv1.CertificateApproved {
 		t.Fatalf("condition %+v, want Approved", c)
 	}
-	if code, body := get(base + "/healthz"); code != http.StatusOK {
-		t.Errorf("/healthz: %d %s", code, body)
-	}
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		code, _ := get(base + "/readyz")
+		code, _ := getWithToken(base+"/readyz", "")
 		return code == http.StatusOK, nil
 	})
 	if err != nil {
 		t.Errorf("/readyz never became ready: %v", err)
 	}
-	if code, body := get(base + "/metrics"); code != http.StatusOK || !strings.Contains(body, `stackward_csr_decisions_total{decision="approved",reason="StackwardVerified"} 1`) {
-		t.Errorf("/metrics: %d, missing the approval counter:\n%s", code, body)
+	endpoints := []struct {
+		name, path, token string
+		wantCode          int
+		wantBody          []string
+	}{
+		{name: "health answers anyone (the kubelet's probe)", path: "/healthz", wantCode: http.StatusOK, wantBody: []string{"ok"}},
+		{name: "metrics without credentials are forbidden", path: "/metrics", wantCode: http.StatusForbidden},
+		{name: "metrics with an unknown token are unauthorized", path: "/metrics", token: "forged", wantCode: http.StatusUnauthorized},
+		{name: "metrics with a token lacking get /metrics are forbidden", path: "/metrics", token: nobodyToken, wantCode: http.StatusForbidden},
+		{name: "metrics with a token allowed get /metrics answer", path: "/metrics", token: scraperToken, wantCode: http.StatusOK, wantBody: []string{
+			`stackward_csr_decisions_total{decision="approved",reason="StackwardVerified"} 1`,
+			`stackward_build_info{component="stackward-approver"`,
+			`workqueue_adds_total{name="stackward-approver"}`,
+			"stackward_csr_pending 0",
+		}},
+	}
+	for _, e := range endpoints {
+		t.Run(e.name, func(t *testing.T) {
+			code, body := getWithToken(base+e.path, e.token)
+			if code != e.wantCode {
+				t.Errorf("GET %s: %d, want %d: %s", e.path, code, e.wantCode, body)
+			}
+			for _, want := range e.wantBody {
+				if !strings.Contains(body, want) {
+					t.Errorf("GET %s does not have %q:\n%s", e.path, want, body)
+				}
+			}
+		})
 	}
 	lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, DefaultLeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "test-replica" {
@@ -127,7 +139,7 @@ func TestRunExitsWhenTheLeaseIsLost(t *testing.T) {
 		Cloud:   testCloud(),
 		LeaderElection: LeaderElection{Enabled: true, Namespace: "kube-system", Identity: "me",
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
-		MetricsBindAddress: "127.0.0.1:0",
+		MetricsBindAddress: "0",
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

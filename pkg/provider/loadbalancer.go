@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,9 @@ type ServiceOptions struct {
 	// LBRequeue is how soon a Service whose load balancer is busy is
 	// synced again; zero means loadbalancer.DefaultRequeue.
 	LBRequeue time.Duration
+	// Registerer receives the per-Service reconcile metrics; nil keeps
+	// them private.
+	Registerer prometheus.Registerer
 }
 
 // NewWithServices builds the provider with New, then the Octavia and
@@ -159,9 +163,11 @@ func (k *kubeAccess) nodes(ctx context.Context) ([]corev1.Node, error) {
 	return list.Items, nil
 }
 
-// loadBalancers is cloudprovider.LoadBalancer over loadbalancer.Manager.
+// loadBalancers is cloudprovider.LoadBalancer over loadbalancer.Manager;
+// each reconcile of a Service is timed and its outcome counted.
 type loadBalancers struct {
-	m *loadbalancer.Manager
+	m       *loadbalancer.Manager
+	metrics *lbMetrics
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -179,7 +185,11 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube 
 	if cfg.ManageSecurityGroups {
 		m.SecurityGroups = clients.Neutron
 	}
-	return &loadBalancers{m: m}, nil
+	metrics, err := newLBMetrics(sopts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &loadBalancers{m: m, metrics: metrics}, nil
 }
 
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
@@ -190,14 +200,17 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 	return loadbalancer.LoadBalancerName(clusterName, loadbalancer.ServiceRef{Namespace: svc.Namespace, Name: svc.Name})
 }
 
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (status *corev1.LoadBalancerStatus, err error) {
+	defer func(start time.Time) { l.metrics.observe("ensure", start, err) }(time.Now())
 	return l.m.Ensure(ctx, clusterName, svc, nodes)
 }
 
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
+	defer func(start time.Time) { l.metrics.observe("update", start, err) }(time.Now())
 	return l.m.Update(ctx, clusterName, svc, nodes)
 }
 
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) (err error) {
+	defer func(start time.Time) { l.metrics.observe("delete", start, err) }(time.Now())
 	return l.m.Delete(ctx, clusterName, svc)
 }

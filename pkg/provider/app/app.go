@@ -32,12 +32,16 @@ import (
 	genericcontrollermanager "k8s.io/controller-manager/app"
 	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/provider"
 	"github.com/stackward/stackward/pkg/version"
 )
+
+// DefaultBindAddress is the CCM's --bind-address default.
+const DefaultBindAddress = "127.0.0.1"
 
 // Options are what a caller decides beyond the command line.
 type Options struct {
@@ -91,6 +95,11 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 	// The only provider this binary has; the flag stays for compatibility
 	// with manifests written for other CCMs.
 	s.KubeCloudShared.CloudProvider.Name = provider.ProviderName
+	// Loopback rather than k8s.io/cloud-provider's 0.0.0.0: the CCM runs
+	// with hostNetwork, where every interface is the control-plane host's.
+	// The chart passes the pod's IP (--bind-address=$(POD_IP)) so that
+	// Prometheus can scrape it, behind delegated authorization.
+	s.SecureServing.BindAddress = netutils.ParseIPSloppy(DefaultBindAddress)
 
 	flags := cliflag.NamedFlagSets{}
 	popts := provider.Options{}
@@ -178,7 +187,10 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	if err != nil {
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
-	cloud, err := provider.NewWithServices(ctx, cfg, clients, popts, provider.ServiceOptions{})
+	if err := reg.Register(version.BuildInfo("stackward-ccm")); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return nil, fmt.Errorf("register stackward_build_info: %w", err)
+	}
+	cloud, err := provider.NewWithServices(ctx, cfg, clients, popts, provider.ServiceOptions{Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("openstack provider: %w", err)
 	}
@@ -224,8 +236,10 @@ region, [Networking], [Metadata], [LoadBalancer], [Route]) and --kubeconfig (or 
 credentials). --cloud-provider defaults to openstack.
 
 Leader election is on by default (Lease "cloud-controller-manager" in kube-system).
-Metrics, Stackward's (stackward_cloud_*) and the controllers', are served on the secure
-port's /metrics (default :10258), behind delegated authentication and authorization.`
+Metrics, Stackward's (stackward_cloud_*, stackward_service_lb_*, stackward_build_info) and
+the controllers' (workqueue_*), are served on the secure port's /metrics (default
+127.0.0.1:10258: loopback, as the pod runs with hostNetwork; the chart passes the pod's IP),
+behind delegated authentication and authorization. --logging-format=json logs JSON.`
 
 // controllerInitializers names the controllers this CCM runs, under the
 // names --controllers uses.

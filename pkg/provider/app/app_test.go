@@ -11,7 +11,11 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/cloud-provider/names"
+	_ "k8s.io/component-base/logs/json/register" // as main registers it
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
@@ -137,6 +141,52 @@ func TestNewCloudHandsTheRegistryToTheClients(t *testing.T) {
 	if cloud.ProviderName() != "openstack" {
 		t.Errorf("ProviderName = %q", cloud.ProviderName())
 	}
+	if n, err := testutil.GatherAndCount(reg, "stackward_build_info"); err != nil || n != 1 {
+		t.Errorf("stackward_build_info on the given registry: %d series, %v; want 1", n, err)
+	}
+}
+
+// TestSecurePortDefaultsToLoopback: the CCM pod has hostNetwork, so
+// k8s.io/cloud-provider's 0.0.0.0 would be every interface of the
+// control-plane host.
+func TestSecurePortDefaultsToLoopback(t *testing.T) {
+	cmd, err := NewCommand(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cmd.Flags().Lookup("bind-address"); f == nil || f.DefValue != "127.0.0.1" {
+		t.Errorf("--bind-address %+v, want the default 127.0.0.1", f)
+	}
+	if f := cmd.Flags().Lookup("secure-port"); f == nil || f.DefValue != "10258" {
+		t.Errorf("--secure-port %+v, want the default 10258", f)
+	}
+}
+
+// TestWorkqueueMetricsAreServed: the controllers' queues report to the
+// registry the secure port's /metrics serves (k8s.io/controller-manager
+// installs the workqueue metrics provider in this binary).
+func TestWorkqueueMetricsAreServed(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "stackward-test-queue"})
+	defer q.ShutDown()
+	q.Add("a")
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "workqueue_adds_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == "stackward-test-queue" && m.GetCounter().GetValue() == 1 {
+					return
+				}
+			}
+		}
+	}
+	t.Error(`workqueue_adds_total{name="stackward-test-queue"} 1 is not on the legacy registry /metrics serves`)
 }
 
 func TestControllersAreNodeLifecycleServiceAndRoute(t *testing.T) {
@@ -160,5 +210,32 @@ func TestControllersAreNodeLifecycleServiceAndRoute(t *testing.T) {
 	if aliases["cloud-node"] != names.CloudNodeController || aliases["cloud-node-lifecycle"] != names.CloudNodeLifecycleController ||
 		aliases["service"] != names.ServiceLBController || aliases["route"] != names.NodeRouteController || len(aliases) != 4 {
 		t.Errorf("aliases = %v, want cloud-node, cloud-node-lifecycle, service and route", aliases)
+	}
+}
+
+// TestLoggingFormats: --logging-format=json is a known format (main
+// registers it; so does this test binary, below). The command applies the
+// logging flags and only then fails for want of a kubeconfig ("no configuration"); an unknown
+// format fails first.
+func TestLoggingFormats(t *testing.T) {
+	path := writeFile(t, "[Global]\nauth-url = https://keystone.example:5000/v3\nusername = u\npassword = p\ntenant-name = demo\ndomain-name = Default\nregion = RegionOne\n")
+	fakeClients := Options{NewClients: func(context.Context, *config.Config, openstack.ClientOptions) (*openstack.Clients, error) {
+		return &openstack.Clients{Compute: openstack.NewServerCache(nil, 0)}, nil
+	}}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	tests := []struct {
+		name, format, wantErr, notErr string
+	}{
+		{"an unknown format is refused", "xml", `"xml"`, ""},
+		// Applied for the rest of this test binary: the last case.
+		{"JSON logging is accepted", "json", "no configuration has been provided", "format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, fakeClients, "--logging-format="+tt.format, "--cloud-config="+path, "--secure-port=0", "--leader-elect=false")
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || (tt.notErr != "" && strings.Contains(err.Error(), tt.notErr)) {
+				t.Errorf("--logging-format=%s: error %v, want one mentioning %s (not %q)", tt.format, err, tt.wantErr, tt.notErr)
+			}
+		})
 	}
 }

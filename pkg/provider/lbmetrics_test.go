@@ -1,0 +1,86 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/cloud-provider/api"
+)
+
+func TestLoadBalancerReconcilesAreTimedByOutcome(t *testing.T) {
+	tests := []struct {
+		name, operation string
+		err             error
+		wantOutcome     string
+	}{
+		{"a load balancer ensured is a success", "ensure", nil, "success"},
+		{"Octavia still busy is a requeue, not an error", "update", api.NewRetryError("load balancer PENDING_UPDATE", time.Second), "requeued"},
+		{"a wrapped busy answer is still a requeue", "ensure", errorsJoin(api.NewRetryError("busy", time.Second)), "requeued"},
+		{"a cloud failure is an error", "delete", errors.New("octavia said 500"), "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			m, err := newLBMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.observe(tt.operation, time.Now().Add(-2*time.Second), tt.err)
+			want := `stackward_service_lb_reconcile_duration_seconds_count{operation="` + tt.operation + `",outcome="` + tt.wantOutcome + `"} 1`
+			if got := gathered(t, reg); !strings.Contains(got, want) {
+				t.Errorf("metrics do not have %s:\n%s", want, got)
+			}
+			if n := testutil.CollectAndCount(m.duration); n != 1 {
+				t.Errorf("%d series, want 1", n)
+			}
+		})
+	}
+}
+
+// TestLoadBalancerMetricsSurviveASecondRun: the CCM run twice in one
+// process (tests, the legacy registry) keeps one collector.
+func TestLoadBalancerMetricsSurviveASecondRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	first, err := newLBMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := newLBMetrics(reg)
+	if err != nil {
+		t.Fatalf("second registration: %v", err)
+	}
+	second.observe("ensure", time.Now(), nil)
+	if n := testutil.CollectAndCount(first.duration); n != 1 {
+		t.Errorf("the first run's collector sees %d series, want the second run's observation", n)
+	}
+}
+
+func errorsJoin(err error) error { return errors.Join(errors.New("ensure lb-x"), err) }
+
+// gathered renders each histogram series of reg as
+// name_count{labels} count, one per line.
+func gathered(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			if h := m.GetHistogram(); h != nil {
+				fmt.Fprintf(&b, "%s_count{%s} %d\n", mf.GetName(), strings.Join(labels, ","), h.GetSampleCount())
+			}
+		}
+	}
+	return b.String()
+}
