@@ -104,6 +104,9 @@ func (s *Sim) newListener(lb *lbObj, b listenerReq) (*listenerObj, error) {
 	if err := s.state.checkListenerTLS(lb.ProjectID, b.Protocol, str(b.TLSRef), b.InsertHeaders); err != nil {
 		return nil, err
 	}
+	if err := checkListenerProvider(lb.Provider, b.Protocol, b.AllowedCIDRs, false); err != nil {
+		return nil, err
+	}
 	l := &listenerObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		Protocol: b.Protocol, Port: b.ProtocolPort, ConnLimit: intOr(b.ConnLimit, -1), AllowedCIDRs: b.AllowedCIDRs,
 		InsertHeaders: b.InsertHeaders, TLSRef: str(b.TLSRef),
@@ -154,6 +157,9 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 			return nil, err
 		}
 	}
+	if err := checkPoolProvider(lb.Provider, b.Protocol, alg); err != nil {
+		return nil, err
+	}
 	p := &poolObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		ListenerID: listenerID, Protocol: b.Protocol, Algorithm: alg}
 	if b.Persistence != nil {
@@ -191,6 +197,9 @@ func (s *Sim) newMember(p *poolObj, b memberReq) (*memberObj, error) {
 			return nil, octFail(http.StatusConflict, "Another member on this pool is already using ip %s on protocol_port %d", b.Address, b.ProtocolPort)
 		}
 	}
+	if err := checkMemberProvider(s.state.providerOf(p.LBID), b); err != nil {
+		return nil, err
+	}
 	m := &memberObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Address: b.Address, Port: b.ProtocolPort, Weight: intOr(b.Weight, 1), SubnetID: b.SubnetID,
 		MonitorAddress: b.MonitorAddress, MonitorPort: b.MonitorPort}
@@ -209,6 +218,9 @@ func (s *Sim) newMonitor(p *poolObj, b monitorReq) (*monitorObj, error) {
 	}
 	if p.MonitorID != "" {
 		return nil, octFail(http.StatusConflict, "This Octavia pool %s already has a health monitor", p.ID)
+	}
+	if err := checkMonitorProvider(s.state.providerOf(p.LBID), b.Type); err != nil {
+		return nil, err
 	}
 	m := &monitorObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Type: b.Type, Delay: *b.Delay, Timeout: *b.Timeout, MaxRetries: *b.MaxRetries,

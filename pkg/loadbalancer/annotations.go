@@ -121,7 +121,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 	}
 	p.networks(o, cfg)
 	if o.method == "" {
-		o.method = "ROUND_ROBIN"
+		o.method = defaultMethod(o.provider)
 	}
 	if !lbMethods[o.method] {
 		name, val := AnnotationLBMethod, a[AnnotationLBMethod]
@@ -169,6 +169,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 	}
 	parseL7(p, svc, cfg, o)
 	parseFamily(svc, o)
+	checkProvider(p, svc, cfg, o)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
