@@ -1,0 +1,210 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackward/stackward/pkg/loadbalancer"
+)
+
+// providerCloud is the cloud the provider table runs against: Octavia with
+// the amphora and the ovn provider behind a Manager, and a count of the
+// calls it received. The simulator is one; the real-cloud lane gives the
+// same test the real services by replacing newProviderCloud.
+type providerCloud struct {
+	env   simEnv
+	calls func() int
+	reset func()
+}
+
+var newProviderCloud = func(t *testing.T) providerCloud {
+	env := newSimEnv(t, 20*time.Millisecond)
+	env.m.Requeue = 20 * time.Millisecond
+	count := func() int {
+		n := 0
+		for _, c := range env.sim.Calls() {
+			n += c
+		}
+		return n
+	}
+	return providerCloud{env: env, calls: count, reset: env.sim.ResetCalls}
+}
+
+// providerRow is one line of the README's table "Load balancer providers":
+// what a Service asks for, and per provider whether it works ("") or is
+// refused naming which annotation or field.
+type providerRow struct {
+	name    string
+	mut     func(*corev1.Service)
+	refused map[string]string // provider → the annotation named; absent: works
+}
+
+func annotate(k, v string) func(*corev1.Service) {
+	return func(s *corev1.Service) { s.Annotations[k] = v }
+}
+
+func port(p corev1.Protocol, n int32) func(*corev1.Service) {
+	return func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Name: strings.ToLower(string(p)), Protocol: p, Port: n, NodePort: 30000 + n}}
+	}
+}
+
+func both(fs ...func(*corev1.Service)) func(*corev1.Service) {
+	return func(s *corev1.Service) {
+		for _, f := range fs {
+			f(s)
+		}
+	}
+}
+
+var providerRows = []providerRow{
+	{name: "defaults", mut: func(*corev1.Service) {}},
+	{name: "lb-method ROUND_ROBIN", mut: annotate(loadbalancer.AnnotationLBMethod, "ROUND_ROBIN"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationLBMethod}},
+	{name: "lb-method SOURCE_IP_PORT", mut: annotate(loadbalancer.AnnotationLBMethod, "SOURCE_IP_PORT")},
+	{name: "proxy-protocol", mut: annotate(loadbalancer.AnnotationProxyProtocol, "true"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationProxyProtocol}},
+	{name: "x-forwarded-for", mut: annotate(loadbalancer.AnnotationXForwardedFor, "true"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationXForwardedFor}},
+	{name: "timeout-client-data", mut: annotate(loadbalancer.AnnotationTimeoutClientData, "60000"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationTimeoutClientData}},
+	{name: "timeout-member-connect", mut: annotate(loadbalancer.AnnotationTimeoutMemberConn, "3000"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationTimeoutMemberConn}},
+	{name: "connection-limit", mut: annotate(loadbalancer.AnnotationConnectionLimit, "100"),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationConnectionLimit}},
+	{name: "TCP health monitor", mut: annotate(loadbalancer.AnnotationHealthMonitor, "true")},
+	{name: "UDP port with a health monitor", mut: both(port(corev1.ProtocolUDP, 53), annotate(loadbalancer.AnnotationHealthMonitor, "true"))},
+	{name: "SCTP port with a health monitor", mut: both(port(corev1.ProtocolSCTP, 3868), annotate(loadbalancer.AnnotationHealthMonitor, "true")),
+		refused: map[string]string{"ovn": loadbalancer.AnnotationHealthMonitor}},
+	{name: "SCTP port without a health monitor", mut: port(corev1.ProtocolSCTP, 3868)},
+	{name: "externalTrafficPolicy Local", mut: func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
+	}},
+	{name: "sessionAffinity ClientIP", mut: func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }},
+	{name: "loadBalancerSourceRanges", mut: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} },
+		refused: map[string]string{"ovn": "spec.loadBalancerSourceRanges"}},
+}
+
+func TestProviderTable(t *testing.T) {
+	for _, provider := range []string{"amphora", "ovn"} {
+		cloud := newProviderCloud(t)
+		cloud.env.m.Config.LBProvider = provider
+		for i, row := range providerRows {
+			t.Run(provider+": "+row.name, func(t *testing.T) {
+				svc := plainService(fmt.Sprintf("row-%d", i), row.mut)
+				cloud.reset()
+				want, refuse := row.refused[provider]
+				if !refuse {
+					ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+					deleteAndWait(t, cloud.env.m, svc)
+					return
+				}
+				_, err := cloud.env.m.Ensure(context.Background(), "lab", svc, simNodes("10.0.0.11", "10.0.0.12"))
+				var pe *loadbalancer.ProviderRefusedError
+				if !errors.As(err, &pe) || pe.Annotation != want || pe.Provider != provider {
+					t.Fatalf("Ensure = %v, want a refusal of %s by provider %s", err, want, provider)
+				}
+				if msg := err.Error(); !strings.Contains(msg, want) || !strings.Contains(msg, `"`+provider+`"`) {
+					t.Errorf("the Event's message %q names neither %s nor the provider", msg, want)
+				}
+				if n := cloud.calls(); n != 0 {
+					t.Errorf("a refused Service made %d cloud calls, want 0", n)
+				}
+			})
+		}
+	}
+}
+
+// plainService is a TCP/80 Service of type LoadBalancer changed by mut.
+func plainService(name string, mut func(*corev1.Service)) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	mut(svc)
+	return svc
+}
+
+func deleteAndWait(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := m.Delete(ctx, "lab", svc)
+		if err == nil {
+			if _, exists, err := m.Get(ctx, "lab", svc); err == nil && !exists {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("load balancer of %s not deleted: %v", svc.Name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestOVNServiceWithDefaults(t *testing.T) {
+	cloud := newProviderCloud(t)
+	cloud.env.m.Config.LBProvider = "ovn"
+	svc := plainService("web", func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
+	})
+	st, _ := ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
+		t.Fatalf("status %+v", st)
+	}
+	ctx := context.Background()
+	page, err := pools.List(cloud.env.octavia, pools.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pools.ExtractPools(page)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("pools %v, %v", ps, err)
+	}
+	for _, p := range ps {
+		if p.LBMethod != "SOURCE_IP_PORT" {
+			t.Errorf("pool %s balances by %s, want SOURCE_IP_PORT", p.Name, p.LBMethod)
+		}
+	}
+	mpage, err := monitors.List(cloud.env.octavia, monitors.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := monitors.ExtractMonitors(mpage)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("monitors %v, %v", ms, err)
+	}
+	for _, m := range ms {
+		if m.Type != "TCP" && m.Type != "UDP-CONNECT" {
+			t.Errorf("monitor %s is %s: the OVN provider has TCP and UDP-CONNECT only", m.Name, m.Type)
+		}
+	}
+
+	t.Run("the simulator's ovn provider refuses ROUND_ROBIN as Octavia does", func(t *testing.T) {
+		method := "ROUND_ROBIN"
+		_, err := pools.Update(ctx, cloud.env.octavia, ps[0].ID, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
+		if !gophercloud.ResponseCodeIs(err, 501) {
+			t.Fatalf("update to %s: %v, want 501", method, err)
+		}
+		want := "Provider 'ovn' does not support a requested option: OVN provider does not support ROUND_ROBIN algorithm"
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not carry %q", err, want)
+		}
+	})
+	deleteAndWait(t, cloud.env.m, svc)
+}
