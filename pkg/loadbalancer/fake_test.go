@@ -152,7 +152,10 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 
 func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 	lid := f.id("listener")
-	pool := f.addPool(l, ls.Pool)
+	pool := ""
+	if ls.Pool.Protocol != "" {
+		pool = f.addPool(l, ls.Pool)
+	}
 	l.tree.Listeners = append(l.tree.Listeners, Listener{ID: lid, Protocol: ls.Protocol, Port: ls.Port, DefaultPoolID: pool,
 		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, Tags: ls.Tags, TLSRef: ls.TLSRef, InsertHeaders: ls.InsertHeaders})
 }

@@ -104,8 +104,11 @@ func listenerCreateOpts(l ListenerSpec) listeners.CreateOpts {
 	pool := poolCreateOpts(l.Pool)
 	lo := listeners.CreateOpts{
 		Name: l.Name, Protocol: listeners.Protocol(l.Protocol), ProtocolPort: l.Port,
-		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool, Tags: l.Tags,
+		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags,
 		DefaultTlsContainerRef: l.TLSRef, InsertHeaders: l.InsertHeaders,
+	}
+	if l.Pool.Protocol != "" { // none: the pool comes in its own call (providers.go)
+		lo.DefaultPool = &pool
 	}
 	setTimeouts(&lo.TimeoutClientData, &lo.TimeoutMemberConnect, &lo.TimeoutMemberData, &lo.TimeoutTCPInspect, l.Timeouts)
 	return lo

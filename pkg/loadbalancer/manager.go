@@ -172,7 +172,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "loadBalancer", spec.Name)
 
 	if lb == nil {
-		lb, err = m.Octavia.CreateLoadBalancer(ctx, spec)
+		lb, err = m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 		if err != nil {
 			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, explainTLSRefusal(err, spec))
 		}

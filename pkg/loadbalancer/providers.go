@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -146,4 +147,66 @@ func persistence(svc *corev1.Service, o *options) string {
 		return ""
 	}
 	return "SOURCE_IP"
+}
+
+// The OVN provider makes in OVN only what its driver's call for an object
+// reads, while Octavia stores (and reports) the whole graph it was given:
+// loadbalancer_create reads the listeners, pools and members but no health
+// monitor; listener_create the listener only (a nested default pool would
+// be in Octavia and not in OVN); pool_create the pool only. So with it a
+// new load balancer is created without monitors, and a new listener as
+// the listener, its pool, the members and the monitor in one call each;
+// the plan (plan.go) adds what is missing on the next syncs.
+
+// createSpec is what the load balancer create carries.
+func createSpec(spec Spec) Spec {
+	if !isOVN(spec.Provider) {
+		return spec
+	}
+	out := spec
+	out.Listeners = make([]ListenerSpec, len(spec.Listeners))
+	for i, l := range spec.Listeners {
+		l.Pool.Monitor = nil
+		out.Listeners[i] = l
+	}
+	return out
+}
+
+// newListener is what a listener create carries: no pool with OVN.
+func newListener(provider string, l ListenerSpec) ListenerSpec {
+	if isOVN(provider) {
+		l.Pool = PoolSpec{}
+	}
+	return l
+}
+
+// followUps are the steps that come after a listener (withPool) or pool
+// create with the OVN provider. They count as queued changes, so the sync
+// asks to come back; the next plan, made from what then exists, runs them.
+func followUps(provider, key string, p PoolSpec, withPool bool) []step {
+	if !isOVN(provider) {
+		return nil
+	}
+	later := func(ctx context.Context, _ Octavia) error {
+		return fmt.Errorf("listener %s: a step planned after the one before it cannot run in the same sync", key)
+	}
+	var out []step
+	if withPool {
+		out = append(out, step{"create pool of listener " + key, later})
+	}
+	if len(p.Members) > 0 {
+		out = append(out, step{fmt.Sprintf("set %d members of listener %s", len(p.Members), key), later})
+	}
+	if p.Monitor != nil {
+		out = append(out, step{"create monitor of listener " + key, later})
+	}
+	return out
+}
+
+// newPool is what a pool create carries: no members or monitor with OVN.
+func newPool(provider string, p PoolSpec) PoolSpec {
+	if isOVN(provider) {
+		p.Members, p.Monitor = nil, nil
+	}
+	return p
 }

@@ -163,9 +163,15 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.HealthCheckNodePort = 32000
 	})
+	cloud.reset()
 	st, _ := ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
 		t.Fatalf("status %+v", st)
+	}
+	// The OVN provider reads no monitor from a single-call create: they
+	// come in calls of their own.
+	if calls := cloud.env.sim.Calls(); calls["load-balancer.loadbalancers.create"] != 1 || calls["load-balancer.healthmonitors.create"] != 2 {
+		t.Errorf("calls %v, want one create and two monitor creates", calls)
 	}
 	ctx := context.Background()
 	page, err := pools.List(cloud.env.octavia, pools.ListOpts{}).AllPages(ctx)
@@ -197,13 +203,44 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 
 	t.Run("the simulator's ovn provider refuses ROUND_ROBIN as Octavia does", func(t *testing.T) {
 		method := "ROUND_ROBIN"
-		_, err := pools.Update(ctx, cloud.env.octavia, ps[0].ID, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
+		var err error
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			// The last change may still be settling (409).
+			_, err = pools.Update(ctx, cloud.env.octavia, ps[0].ID, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
+			if !gophercloud.ResponseCodeIs(err, 409) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		if !gophercloud.ResponseCodeIs(err, 501) {
 			t.Fatalf("update to %s: %v, want 501", method, err)
 		}
 		want := "Provider 'ovn' does not support a requested option: OVN provider does not support ROUND_ROBIN algorithm"
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not carry %q", err, want)
+		}
+	})
+	t.Run("a new port is its listener, pool, members and monitor in one call each", func(t *testing.T) {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+		cloud.reset()
+		ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+		calls := cloud.env.sim.Calls()
+		for op, want := range map[string]int{"load-balancer.listeners.create": 1, "load-balancer.pools.create": 1,
+			"load-balancer.members.batch_update": 1, "load-balancer.healthmonitors.create": 1} {
+			if calls[op] != want {
+				t.Errorf("%s called %d times, want %d (all: %v)", op, calls[op], want, calls)
+			}
+		}
+		page, err := pools.List(cloud.env.octavia, pools.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := pools.ExtractPools(page)
+		for _, p := range all {
+			if len(p.Members) != 2 || p.LBMethod != "SOURCE_IP_PORT" {
+				t.Errorf("pool %s: %d members by %s, want 2 by SOURCE_IP_PORT", p.Name, len(p.Members), p.LBMethod)
+			}
 		}
 	})
 	deleteAndWait(t, cloud.env.m, svc)

@@ -46,7 +46,7 @@ func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec) er
 		return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was in provisioning status ERROR: deleted it, it is created again with the same VIP once Octavia has removed it",
 			spec.Name, old.ID)
 	}
-	fresh, err := m.Octavia.CreateLoadBalancer(ctx, spec)
+	fresh, err := m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 	if err != nil {
 		return fmt.Errorf("load balancer %s (%s) is in provisioning status ERROR; creating its replacement: %w", spec.Name, old.ID, err)
 	}
