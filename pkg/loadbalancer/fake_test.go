@@ -135,7 +135,7 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 	id := f.id("lb")
 	l := &fakeLB{lb: LoadBalancer{ID: id, Name: spec.Name, ProvisioningStatus: "PENDING_CREATE", VIPAddress: "10.0.0.100",
 		VIPPortID: "port-" + id, VIPSubnetID: spec.VIPSubnetID, VIPNetworkID: spec.VIPNetworkID, FlavorID: spec.FlavorID,
-		AvailabilityZone: spec.Zone, Tags: spec.Tags}, tree: Tree{Pools: map[string]*Pool{}}}
+		AvailabilityZone: spec.Zone, Tags: spec.Tags, Provider: spec.Provider}, tree: Tree{Pools: map[string]*Pool{}}}
 	if spec.VIPPortID != "" {
 		l.lb.VIPPortID = spec.VIPPortID
 	}

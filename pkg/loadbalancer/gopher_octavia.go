@@ -60,7 +60,8 @@ func (g *gopherOctavia) FindLoadBalancers(ctx context.Context, name, tag string)
 func fromGopherLB(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
-		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: fromGopherVIPs(lb.AdditionalVips)}
+		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: fromGopherVIPs(lb.AdditionalVips),
+		Provider: lb.Provider}
 }
 
 func fromGopherVIPs(vips []loadbalancers.AdditionalVip) []VIP {

@@ -165,6 +165,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return nil, err
 	}
+	if o, err = m.forProvider(svc, o, lb); err != nil {
+		return nil, err
+	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return nil, err
 	}
@@ -240,6 +243,9 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	}
 	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
 		return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
+	}
+	if o, err = m.forProvider(svc, o, lb); err != nil {
+		return err
 	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err

@@ -128,6 +128,18 @@ func checkProvider(p *annotationParser, svc *corev1.Service, cfg config.LoadBala
 	}
 }
 
+// forProvider re-reads the Service's options for the provider that runs
+// its load balancer when that is not the configured one: a flavor chose
+// it, or the config changed after the create. What that provider refuses
+// is refused before any change.
+func (m *Manager) forProvider(svc *corev1.Service, o *options, lb *LoadBalancer) (*options, error) {
+	if lb == nil || lb.Provider == "" || strings.EqualFold(lb.Provider, o.provider) ||
+		(!isOVN(lb.Provider) && !isOVN(o.provider)) {
+		return o, nil
+	}
+	return parseOptionsFor(svc, m.Config, lb.Provider)
+}
+
 // listenerCIDRs are the allowed_cidrs a listener carries: none with the OVN
 // provider, where the Service's security group enforces the source ranges
 // (checkProvider refuses them without one).
