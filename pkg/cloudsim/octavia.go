@@ -121,6 +121,10 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 		octaviaError(w, http.StatusBadRequest, "Provider '%s' is not enabled.", provider)
 		return
 	}
+	if err := checkGraphProvider(provider, b.Listeners, b.Pools); err != nil {
+		writeOctErr(w, err)
+		return
+	}
 	lb := &lbObj{lbStatus: newStatus(project, "", str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		VIPSubnetID: b.VIPSubnetID, VIPNetworkID: b.VIPNetworkID, VIPPortID: b.VIPPortID, Provider: provider,
 		FlavorID: b.FlavorID, AZ: b.AZ}

@@ -104,9 +104,6 @@ func (s *Sim) newListener(lb *lbObj, b listenerReq) (*listenerObj, error) {
 	if err := s.state.checkListenerTLS(lb.ProjectID, b.Protocol, str(b.TLSRef), b.InsertHeaders); err != nil {
 		return nil, err
 	}
-	if err := checkListenerProvider(lb.Provider, b.Protocol, b.AllowedCIDRs, false); err != nil {
-		return nil, err
-	}
 	l := &listenerObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		Protocol: b.Protocol, Port: b.ProtocolPort, ConnLimit: intOr(b.ConnLimit, -1), AllowedCIDRs: b.AllowedCIDRs,
 		InsertHeaders: b.InsertHeaders, TLSRef: str(b.TLSRef),
@@ -135,10 +132,7 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 	if !poolProtocols[b.Protocol] {
 		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol. Value: '%s'.", b.Protocol)
 	}
-	alg := "ROUND_ROBIN"
-	if b.LBAlgorithm != nil {
-		alg = *b.LBAlgorithm
-	}
+	alg := algorithmOf(b)
 	if !lbAlgorithms[alg] {
 		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute lb_algorithm. Value: '%s'.", alg)
 	}
@@ -156,9 +150,6 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 		if err := checkPoolProtocol(l.Protocol, b.Protocol); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkPoolProvider(lb.Provider, b.Protocol, alg); err != nil {
-		return nil, err
 	}
 	p := &poolObj{lbStatus: newStatus(lb.ProjectID, lb.ID, str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),
 		ListenerID: listenerID, Protocol: b.Protocol, Algorithm: alg}
@@ -197,9 +188,6 @@ func (s *Sim) newMember(p *poolObj, b memberReq) (*memberObj, error) {
 			return nil, octFail(http.StatusConflict, "Another member on this pool is already using ip %s on protocol_port %d", b.Address, b.ProtocolPort)
 		}
 	}
-	if err := checkMemberProvider(s.state.providerOf(p.LBID), b); err != nil {
-		return nil, err
-	}
 	m := &memberObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Address: b.Address, Port: b.ProtocolPort, Weight: intOr(b.Weight, 1), SubnetID: b.SubnetID,
 		MonitorAddress: b.MonitorAddress, MonitorPort: b.MonitorPort}
@@ -218,9 +206,6 @@ func (s *Sim) newMonitor(p *poolObj, b monitorReq) (*monitorObj, error) {
 	}
 	if p.MonitorID != "" {
 		return nil, octFail(http.StatusConflict, "This Octavia pool %s already has a health monitor", p.ID)
-	}
-	if err := checkMonitorProvider(s.state.providerOf(p.LBID), b.Type); err != nil {
-		return nil, err
 	}
 	m := &monitorObj{lbStatus: newStatus(p.ProjectID, p.LBID, str(b.Name), "", b.AdminStateUp, b.Tags),
 		PoolID: p.ID, Type: b.Type, Delay: *b.Delay, Timeout: *b.Timeout, MaxRetries: *b.MaxRetries,
@@ -369,6 +354,9 @@ func (s *Sim) createListener() http.HandlerFunc {
 		lb, err := s.lockFor(b.LoadbalancerID)
 		return lb, nil, err
 	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *listenerReq) (*listenerObj, error) {
+		if err := checkListenerProvider(lb.Provider, b.Protocol, b.AllowedCIDRs, false); err != nil {
+			return nil, err
+		}
 		return s.newListener(lb, *b)
 	})
 }
@@ -383,7 +371,12 @@ func (s *Sim) createPool() http.HandlerFunc {
 		}
 		lb, err := s.lockFor(lbID, parents...)
 		return lb, parents, err
-	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *poolReq) (*poolObj, error) { return s.newPool(lb, "", *b) })
+	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *poolReq) (*poolObj, error) {
+		if err := checkPoolProvider(lb.Provider, b.Protocol, algorithmOf(*b)); err != nil {
+			return nil, err
+		}
+		return s.newPool(lb, "", *b)
+	})
 }
 
 func (s *Sim) poolLock(poolID string) (*poolObj, *lbObj, error) {
@@ -408,7 +401,10 @@ func (s *Sim) poolParent(poolID string) (*lbObj, []*lbStatus, error) {
 func (s *Sim) createMember() http.HandlerFunc {
 	return createChild(s, memberRes, func(r *http.Request, _ *state, _ *memberReq) (*lbObj, []*lbStatus, error) {
 		return s.poolParent(r.PathValue("pool"))
-	}, func(st *state, _ *lbObj, parents []*lbStatus, b *memberReq) (*memberObj, error) {
+	}, func(st *state, lb *lbObj, parents []*lbStatus, b *memberReq) (*memberObj, error) {
+		if err := checkMemberProvider(lb.Provider, *b); err != nil {
+			return nil, err
+		}
 		return s.newMember(st.lb.pools.byID[parents[0].ID], *b)
 	})
 }
@@ -416,7 +412,10 @@ func (s *Sim) createMember() http.HandlerFunc {
 func (s *Sim) createMonitor() http.HandlerFunc {
 	return createChild(s, monitorRes, func(_ *http.Request, _ *state, b *monitorReq) (*lbObj, []*lbStatus, error) {
 		return s.poolParent(b.PoolID)
-	}, func(st *state, _ *lbObj, parents []*lbStatus, b *monitorReq) (*monitorObj, error) {
+	}, func(st *state, lb *lbObj, parents []*lbStatus, b *monitorReq) (*monitorObj, error) {
+		if err := checkMonitorProvider(lb.Provider, b.Type); err != nil {
+			return nil, err
+		}
 		return s.newMonitor(st.lb.pools.byID[parents[0].ID], *b)
 	})
 }

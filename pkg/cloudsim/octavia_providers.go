@@ -61,6 +61,45 @@ func (st *state) providerOf(lbID string) string {
 	return ""
 }
 
+// Which driver call reads what: a single-call create (loadbalancer_create)
+// reads the listeners, every pool and its members but no health monitor;
+// a listener create only the listener, a pool create only the pool. What
+// a call does not read is stored by Octavia and never checked (nor made
+// in OVN), so the simulator checks exactly what each call reads.
+
+// checkGraphProvider checks a single-call create as loadbalancer_create
+// does: the listeners, then the pools with their members.
+func checkGraphProvider(provider string, ls []listenerReq, ps []poolReq) error {
+	pools := append([]poolReq(nil), ps...)
+	for _, l := range ls {
+		if err := checkListenerProvider(provider, l.Protocol, l.AllowedCIDRs, false); err != nil {
+			return err
+		}
+		if l.DefaultPool != nil {
+			pools = append(pools, *l.DefaultPool)
+		}
+	}
+	for _, p := range pools {
+		if err := checkPoolProvider(provider, p.Protocol, algorithmOf(p)); err != nil {
+			return err
+		}
+		for _, m := range p.Members {
+			if err := checkMemberProvider(provider, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// algorithmOf is a pool's lb_algorithm, the simulator's default when unset.
+func algorithmOf(b poolReq) string {
+	if b.LBAlgorithm != nil {
+		return *b.LBAlgorithm
+	}
+	return "ROUND_ROBIN"
+}
+
 // checkListenerProvider: the driver's listener_create checks the protocol,
 // then allowed_cidrs; listener_update checks allowed_cidrs only.
 func checkListenerProvider(provider, protocol string, cidrs []string, update bool) error {
