@@ -133,6 +133,10 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 	default:
 		return nil, notReady(m.requeue(), ReasonWaitingForOctavia, "shared load balancer %s (%s) is %s", lb.Name, lb.ID, lb.ProvisioningStatus)
 	}
+	o, err := m.forProvider(svc, o, lb)
+	if err != nil {
+		return nil, err
+	}
 	spec := buildSpec(id, svc, o, nodes)
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
 	if err != nil {
