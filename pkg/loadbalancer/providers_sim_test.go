@@ -17,27 +17,31 @@ import (
 	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
-// providerCloud is the cloud the provider table runs against: Octavia with
-// the amphora and the ovn provider behind a Manager, and a count of the
-// calls it received. The simulator is one; the real-cloud lane gives the
-// same test the real services by replacing newProviderCloud.
+// providerCloud is the cloud the provider tests run against: a Manager on
+// Octavia with the amphora and the ovn provider, a raw Octavia client to
+// read back with, and the calls the cloud received by "service.operation".
+// The simulator is one; the real-cloud lane runs the same tests against
+// the real services by replacing newProviderCloud (counting the calls
+// with the openstack.Caller's metrics there).
 type providerCloud struct {
-	env   simEnv
-	calls func() int
-	reset func()
+	m       *loadbalancer.Manager
+	octavia *gophercloud.ServiceClient
+	calls   func() map[string]int
+	reset   func()
 }
 
 var newProviderCloud = func(t *testing.T) providerCloud {
 	env := newSimEnv(t, 20*time.Millisecond)
 	env.m.Requeue = 20 * time.Millisecond
-	count := func() int {
-		n := 0
-		for _, c := range env.sim.Calls() {
-			n += c
-		}
-		return n
+	return providerCloud{m: env.m, octavia: env.octavia, calls: env.sim.Calls, reset: env.sim.ResetCalls}
+}
+
+func total(calls map[string]int) int {
+	n := 0
+	for _, c := range calls {
+		n += c
 	}
-	return providerCloud{env: env, calls: count, reset: env.sim.ResetCalls}
+	return n
 }
 
 // providerRow is one line of the README's table "Load balancer providers":
@@ -99,18 +103,18 @@ var providerRows = []providerRow{
 func TestProviderTable(t *testing.T) {
 	for _, provider := range []string{"amphora", "ovn"} {
 		cloud := newProviderCloud(t)
-		cloud.env.m.Config.LBProvider = provider
+		cloud.m.Config.LBProvider = provider
 		for i, row := range providerRows {
 			t.Run(provider+": "+row.name, func(t *testing.T) {
 				svc := plainService(fmt.Sprintf("row-%d", i), row.mut)
 				cloud.reset()
 				want, refuse := row.refused[provider]
 				if !refuse {
-					ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
-					deleteAndWait(t, cloud.env.m, svc)
+					ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+					deleteAndWait(t, cloud.m, svc)
 					return
 				}
-				_, err := cloud.env.m.Ensure(context.Background(), "lab", svc, simNodes("10.0.0.11", "10.0.0.12"))
+				_, err := cloud.m.Ensure(context.Background(), "lab", svc, simNodes("10.0.0.11", "10.0.0.12"))
 				var pe *loadbalancer.ProviderRefusedError
 				if !errors.As(err, &pe) || pe.Annotation != want || pe.Provider != provider {
 					t.Fatalf("Ensure = %v, want a refusal of %s by provider %s", err, want, provider)
@@ -118,7 +122,7 @@ func TestProviderTable(t *testing.T) {
 				if msg := err.Error(); !strings.Contains(msg, want) || !strings.Contains(msg, `"`+provider+`"`) {
 					t.Errorf("the Event's message %q names neither %s nor the provider", msg, want)
 				}
-				if n := cloud.calls(); n != 0 {
+				if n := total(cloud.calls()); n != 0 {
 					t.Errorf("a refused Service made %d cloud calls, want 0", n)
 				}
 			})
@@ -157,24 +161,24 @@ func deleteAndWait(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service) {
 
 func TestOVNServiceWithDefaults(t *testing.T) {
 	cloud := newProviderCloud(t)
-	cloud.env.m.Config.LBProvider = "ovn"
+	cloud.m.Config.LBProvider = "ovn"
 	svc := plainService("web", func(s *corev1.Service) {
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.HealthCheckNodePort = 32000
 	})
 	cloud.reset()
-	st, _ := ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+	st, _ := ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
 		t.Fatalf("status %+v", st)
 	}
 	// The OVN provider reads no monitor from a single-call create: they
 	// come in calls of their own.
-	if calls := cloud.env.sim.Calls(); calls["load-balancer.loadbalancers.create"] != 1 || calls["load-balancer.healthmonitors.create"] != 2 {
+	if calls := cloud.calls(); calls["load-balancer.loadbalancers.create"] != 1 || calls["load-balancer.healthmonitors.create"] != 2 {
 		t.Errorf("calls %v, want one create and two monitor creates", calls)
 	}
 	ctx := context.Background()
-	page, err := pools.List(cloud.env.octavia, pools.ListOpts{}).AllPages(ctx)
+	page, err := pools.List(cloud.octavia, pools.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 			t.Errorf("pool %s balances by %s, want SOURCE_IP_PORT", p.Name, p.LBMethod)
 		}
 	}
-	mpage, err := monitors.List(cloud.env.octavia, monitors.ListOpts{}).AllPages(ctx)
+	mpage, err := monitors.List(cloud.octavia, monitors.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +211,7 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			// The last change may still be settling (409).
-			_, err = pools.Update(ctx, cloud.env.octavia, ps[0].ID, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
+			_, err = pools.Update(ctx, cloud.octavia, ps[0].ID, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
 			if !gophercloud.ResponseCodeIs(err, 409) || time.Now().After(deadline) {
 				break
 			}
@@ -224,15 +228,15 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 	t.Run("a new port is its listener, pool, members and monitor in one call each", func(t *testing.T) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
 		cloud.reset()
-		ensure(t, cloud.env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
-		calls := cloud.env.sim.Calls()
+		ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+		calls := cloud.calls()
 		for op, want := range map[string]int{"load-balancer.listeners.create": 1, "load-balancer.pools.create": 1,
 			"load-balancer.members.batch_update": 1, "load-balancer.healthmonitors.create": 1} {
 			if calls[op] != want {
 				t.Errorf("%s called %d times, want %d (all: %v)", op, calls[op], want, calls)
 			}
 		}
-		page, err := pools.List(cloud.env.octavia, pools.ListOpts{}).AllPages(ctx)
+		page, err := pools.List(cloud.octavia, pools.ListOpts{}).AllPages(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,5 +247,5 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 			}
 		}
 	})
-	deleteAndWait(t, cloud.env.m, svc)
+	deleteAndWait(t, cloud.m, svc)
 }
