@@ -54,6 +54,16 @@ func vipPortName(lb *lbObj) string {
 	return "octavia-lb-" + lb.ID
 }
 
+// vipPortOwner is the VIP port's device_id and device_owner: Octavia's
+// network driver marks the amphora provider's; the OVN provider creates
+// its own with neither.
+func vipPortOwner(lb *lbObj) (deviceID, owner string) {
+	if lb.Provider == providerOVN {
+		return "", ""
+	}
+	return "lb-" + lb.ID, "Octavia"
+}
+
 func (st *state) providerOf(lbID string) string {
 	if lb, ok := st.lb.lbs.get(lbID); ok {
 		return lb.Provider

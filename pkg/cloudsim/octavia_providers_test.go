@@ -10,6 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
 // The ovn provider answers as Octavia does with ovn-octavia-provider
@@ -59,6 +60,10 @@ func TestOVNProviderRefusals(t *testing.T) {
 					t.Fatalf("create: %v", err)
 				}
 				waitLB(t, env.lb, lb.ID, "ACTIVE")
+				vip, err := ports.Get(ctxT(t), env.net, lb.VipPortID).Extract()
+				if err != nil || vip.Name != "ovn-lb-vip-"+lb.ID || vip.DeviceOwner != "" || vip.DeviceID != "" {
+					t.Errorf("VIP port %+v, %v: want the OVN provider's own (ovn-lb-vip-<id>, no device owner)", vip, err)
+				}
 				if err := loadbalancers.Delete(ctxT(t), env.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
 					t.Fatal(err)
 				}
