@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -53,6 +54,23 @@ func TestOVNProviderServices(t *testing.T) {
 		for _, p := range ps {
 			if p.LBMethod != "SOURCE_IP_PORT" || len(p.Members) != 2 {
 				t.Errorf("pool %s: %s with %d members, want SOURCE_IP_PORT with 2", p.Name, p.LBMethod, len(p.Members))
+			}
+		}
+	})
+
+	t.Run("deleting it leaves no load balancer and no VIP port", func(t *testing.T) {
+		if err := cp.Admin.CoreV1().Services("ovn").Delete(ctx, "plain", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitTree(ctx, t, api, 60*time.Second, "no load balancer", func(st *octaviaState) bool { return st.N == 0 })
+		page, err := ports.List(api.neutron, ports.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := ports.ExtractPorts(page)
+		for _, p := range all {
+			if strings.HasPrefix(p.Name, "ovn-lb-vip-") {
+				t.Errorf("VIP port %s (%s) left", p.Name, p.ID)
 			}
 		}
 	})
