@@ -25,10 +25,7 @@ func (s *Sim) routesLoadBalancer(mux *http.ServeMux) {
 		h("GET /lbaas/loadbalancers/{id}/status", "loadbalancers.status", lbRes.with(s, "", s.lbStatusTree))
 		h("GET /lbaas/loadbalancers/{id}/stats", "loadbalancers.stats", lbRes.with(s, "", s.lbStats))
 		h("GET /lbaas/providers", "providers.list", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]any{"providers": []any{
-				map[string]any{"name": "amphora", "description": "The Octavia Amphora driver (simulated)."},
-				map[string]any{"name": "octavia", "description": "Deprecated alias of the Octavia Amphora driver."},
-			}})
+			writeJSON(w, http.StatusOK, map[string]any{"providers": providerList()})
 		})
 		h("GET /lbaas/flavors", "flavors.list", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"flavors": []any{}})
@@ -118,10 +115,14 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	provider := b.Provider
 	if provider == "" {
-		provider = "amphora"
+		provider = providerAmphora
 	}
-	if provider != "amphora" && provider != "octavia" {
+	if !enabledProviders[provider] {
 		octaviaError(w, http.StatusBadRequest, "Provider '%s' is not enabled.", provider)
+		return
+	}
+	if err := checkGraphProvider(provider, b.Listeners, b.Pools); err != nil {
+		writeOctErr(w, err)
 		return
 	}
 	lb := &lbObj{lbStatus: newStatus(project, "", str(b.Name), str(b.Description), b.AdminStateUp, b.Tags),

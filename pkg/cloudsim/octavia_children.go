@@ -132,10 +132,7 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 	if !poolProtocols[b.Protocol] {
 		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute protocol. Value: '%s'.", b.Protocol)
 	}
-	alg := "ROUND_ROBIN"
-	if b.LBAlgorithm != nil {
-		alg = *b.LBAlgorithm
-	}
+	alg := algorithmOf(b)
 	if !lbAlgorithms[alg] {
 		return nil, octFail(http.StatusBadRequest, "Invalid input for field/attribute lb_algorithm. Value: '%s'.", alg)
 	}
@@ -357,6 +354,9 @@ func (s *Sim) createListener() http.HandlerFunc {
 		lb, err := s.lockFor(b.LoadbalancerID)
 		return lb, nil, err
 	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *listenerReq) (*listenerObj, error) {
+		if err := checkListenerProvider(lb.Provider, b.Protocol, b.AllowedCIDRs, false); err != nil {
+			return nil, err
+		}
 		return s.newListener(lb, *b)
 	})
 }
@@ -371,7 +371,12 @@ func (s *Sim) createPool() http.HandlerFunc {
 		}
 		lb, err := s.lockFor(lbID, parents...)
 		return lb, parents, err
-	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *poolReq) (*poolObj, error) { return s.newPool(lb, "", *b) })
+	}, func(_ *state, lb *lbObj, _ []*lbStatus, b *poolReq) (*poolObj, error) {
+		if err := checkPoolProvider(lb.Provider, b.Protocol, algorithmOf(*b)); err != nil {
+			return nil, err
+		}
+		return s.newPool(lb, "", *b)
+	})
 }
 
 func (s *Sim) poolLock(poolID string) (*poolObj, *lbObj, error) {
@@ -396,7 +401,10 @@ func (s *Sim) poolParent(poolID string) (*lbObj, []*lbStatus, error) {
 func (s *Sim) createMember() http.HandlerFunc {
 	return createChild(s, memberRes, func(r *http.Request, _ *state, _ *memberReq) (*lbObj, []*lbStatus, error) {
 		return s.poolParent(r.PathValue("pool"))
-	}, func(st *state, _ *lbObj, parents []*lbStatus, b *memberReq) (*memberObj, error) {
+	}, func(st *state, lb *lbObj, parents []*lbStatus, b *memberReq) (*memberObj, error) {
+		if err := checkMemberProvider(lb.Provider, *b); err != nil {
+			return nil, err
+		}
 		return s.newMember(st.lb.pools.byID[parents[0].ID], *b)
 	})
 }
@@ -404,7 +412,10 @@ func (s *Sim) createMember() http.HandlerFunc {
 func (s *Sim) createMonitor() http.HandlerFunc {
 	return createChild(s, monitorRes, func(_ *http.Request, _ *state, b *monitorReq) (*lbObj, []*lbStatus, error) {
 		return s.poolParent(b.PoolID)
-	}, func(st *state, _ *lbObj, parents []*lbStatus, b *monitorReq) (*monitorObj, error) {
+	}, func(st *state, lb *lbObj, parents []*lbStatus, b *monitorReq) (*monitorObj, error) {
+		if err := checkMonitorProvider(lb.Provider, b.Type); err != nil {
+			return nil, err
+		}
 		return s.newMonitor(st.lb.pools.byID[parents[0].ID], *b)
 	})
 }

@@ -49,6 +49,9 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 			return bad(err)
 		}
 		l := o.listeners.byID[id]
+		if err := checkListenerProvider(s.state.providerOf(l.LBID), l.Protocol, b.AllowedCIDRs, true); err != nil {
+			return err
+		}
 		if b.DefaultPoolID != nil {
 			if *b.DefaultPoolID != "" {
 				if p, ok := o.pools.get(*b.DefaultPoolID); !ok || p.LBID != l.LBID {
@@ -91,6 +94,9 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 			if !lbAlgorithms[*b.LBAlgorithm] {
 				return octFail(http.StatusBadRequest, "Invalid input for field/attribute lb_algorithm. Value: '%s'.", *b.LBAlgorithm)
 			}
+			if err := checkPoolProvider(s.state.providerOf(p.LBID), "", *b.LBAlgorithm); err != nil {
+				return err
+			}
 			p.Algorithm = *b.LBAlgorithm
 		}
 		setIf(&p.Name, b.Name)
@@ -105,7 +111,11 @@ func (s *Sim) applyUpdate(kind, id string, body jsonRaw) error {
 		if err := unmarshal(body, &b); err != nil {
 			return bad(err)
 		}
-		applyMember(o.members.byID[id], b)
+		m := o.members.byID[id]
+		if err := checkMemberProvider(s.state.providerOf(m.LBID), b); err != nil {
+			return err
+		}
+		applyMember(m, b)
 	case "healthmonitor":
 		var b monitorReq
 		if err := unmarshal(body, &b); err != nil {
@@ -181,6 +191,10 @@ func (s *Sim) batchMembers(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	p, lb, err := s.poolLock(r.PathValue("pool"))
 	if err != nil {
+		writeOctErr(w, err)
+		return
+	}
+	if err := checkBatchProvider(lb.Provider, req.Members); err != nil {
 		writeOctErr(w, err)
 		return
 	}

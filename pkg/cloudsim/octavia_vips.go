@@ -71,8 +71,9 @@ func (st *state) createVIP(lb *lbObj, addr string, extra []additionalVIP) error 
 	if err != nil {
 		return err
 	}
-	p, err := st.createPort(portSpec{Name: "octavia-lb-" + lb.ID, NetworkID: nw.ID, ProjectID: lb.ProjectID,
-		DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia", FixedIPs: append(want, more...)})
+	deviceID, owner := vipPortOwner(lb)
+	p, err := st.createPort(portSpec{Name: vipPortName(lb), NetworkID: nw.ID, ProjectID: lb.ProjectID,
+		DeviceID: deviceID, DeviceOwner: owner, FixedIPs: append(want, more...)})
 	if err != nil {
 		return err
 	}

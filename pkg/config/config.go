@@ -131,7 +131,7 @@ type LoadBalancer struct {
 	FloatingNetworkID      string        // floating-network-id
 	FloatingSubnetID       string        // floating-subnet-id
 	FloatingSubnet         string        // floating-subnet
-	LBMethod               string        // lb-method (default ROUND_ROBIN)
+	LBMethod               string        // lb-method; empty: the provider's (ROUND_ROBIN, SOURCE_IP_PORT for ovn)
 	LBProvider             string        // lb-provider
 	CreateMonitor          bool          // create-monitor
 	MonitorDelay           time.Duration // monitor-delay (default 5s)
@@ -168,7 +168,6 @@ func Defaults() *Config {
 		},
 		LoadBalancer: LoadBalancer{
 			Enabled:               true,
-			LBMethod:              "ROUND_ROBIN",
 			MonitorDelay:          5 * time.Second,
 			MonitorTimeout:        3 * time.Second,
 			MonitorMaxRetries:     1,

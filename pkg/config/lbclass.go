@@ -20,6 +20,10 @@ type LBClass struct {
 	NetworkID          string // network-id
 	SubnetID           string // subnet-id
 	MemberSubnetID     string // member-subnet-id
+	// LBProvider (lb-provider, a Stackward addition) is the Octavia
+	// provider of the class's load balancers, e.g. "ovn"; it decides the
+	// defaults and refusals of loadbalancer/providers.go.
+	LBProvider string
 
 	line int // of its header, for Validate's messages
 }
@@ -52,6 +56,7 @@ func (p *parser) classSection(n int, quoted string) (map[string]field, bool) {
 		"network-id":           str(&c.NetworkID),
 		"subnet-id":            str(&c.SubnetID),
 		"member-subnet-id":     str(&c.MemberSubnetID),
+		"lb-provider":          str(&c.LBProvider),
 	}
 	for k, f := range fields {
 		f.canonical = k
@@ -120,7 +125,7 @@ func SubnetTags(spec string) (tags []string, all, negate bool) {
 func (c *Config) validateClasses(p *problems) {
 	for name, cls := range c.LoadBalancer.Classes {
 		if cls.empty() {
-			p.add(cls.line, fmt.Sprintf("LoadBalancerClass %q", name), "", "empty class: set floating-network-id, floating-subnet-id, floating-subnet, floating-subnet-tags, network-id, subnet-id or member-subnet-id")
+			p.add(cls.line, fmt.Sprintf("LoadBalancerClass %q", name), "", "empty class: set floating-network-id, floating-subnet-id, floating-subnet, floating-subnet-tags, network-id, subnet-id, member-subnet-id or lb-provider")
 		}
 	}
 }

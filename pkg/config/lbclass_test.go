@@ -93,3 +93,21 @@ func TestFloatingSubnetPatternsMatchAsUpstream(t *testing.T) {
 		t.Errorf("SubnetTags: %v %v %v", tags, all, neg)
 	}
 }
+
+func TestLoadBalancerClassChoosesTheOctaviaProvider(t *testing.T) {
+	conf := classGlobal + `[LoadBalancer]
+lb-provider = amphora
+[LoadBalancerClass "ovn"]
+lb-provider = ovn
+`
+	cfg, warnings, err := Read("cloud.conf", strings.NewReader(conf))
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("Read: %v, warnings %v", err, warnings)
+	}
+	if c := cfg.LoadBalancer.Classes["ovn"]; c == nil || c.LBProvider != "ovn" || cfg.LoadBalancer.LBProvider != "amphora" {
+		t.Errorf("class %+v, [LoadBalancer] lb-provider %q", c, cfg.LoadBalancer.LBProvider)
+	}
+	if cfg.LoadBalancer.LBMethod != "" {
+		t.Errorf("lb-method %q: unset, the provider's default applies", cfg.LoadBalancer.LBMethod)
+	}
+}

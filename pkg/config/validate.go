@@ -113,7 +113,7 @@ func (c *Config) validateLoadBalancer(p *problems) {
 	lb := &c.LoadBalancer
 	bad := func(key, format string, args ...any) { p.add(0, "LoadBalancer", key, format, args...) }
 	switch lb.LBMethod {
-	case "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT":
+	case "", "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT":
 	default:
 		bad("lb-method", "must be ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT, got %q", lb.LBMethod)
 	}

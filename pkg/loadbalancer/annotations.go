@@ -90,6 +90,12 @@ var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, 
 // parseOptions reads the Service's annotations over the config. Every
 // problem is reported at once; none of them leads to a cloud call.
 func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error) {
+	return parseOptionsFor(svc, cfg, "")
+}
+
+// parseOptionsFor is parseOptions for a load balancer that provider runs
+// already ("" when there is none, or its provider is not known).
+func parseOptionsFor(svc *corev1.Service, cfg config.LoadBalancer, provider string) (*options, error) {
 	a := svc.Annotations
 	p := &annotationParser{a: a}
 	o := &options{
@@ -120,8 +126,11 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 		hostname:       p.hostname(),
 	}
 	p.networks(o, cfg)
+	if provider != "" {
+		o.provider = provider
+	}
 	if o.method == "" {
-		o.method = "ROUND_ROBIN"
+		o.method = defaultMethod(o.provider)
 	}
 	if !lbMethods[o.method] {
 		name, val := AnnotationLBMethod, a[AnnotationLBMethod]
@@ -169,6 +178,7 @@ func parseOptions(svc *corev1.Service, cfg config.LoadBalancer) (*options, error
 	}
 	parseL7(p, svc, cfg, o)
 	parseFamily(svc, o)
+	checkProvider(p, svc, cfg, o)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

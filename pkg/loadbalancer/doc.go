@@ -23,7 +23,9 @@
 // (secgroups.go), TLS and HTTP listeners (tls.go), IP families and
 // dual-stack VIPs (dualstack.go), recreation of a load balancer in ERROR
 // (recreate.go), member selection (members.go), floating subnets, classes
-// and VIP ports (networks.go) and ingress hostnames (hostname.go).
+// and VIP ports (networks.go), ingress hostnames (hostname.go) and what
+// each Octavia provider accepts (providers.go: the OVN provider's
+// defaults and refusals).
 //
 // Every cloud call goes through pkg/openstack (its Octavia and Neutron
 // adapters, their domain types and retry policy); this package declares

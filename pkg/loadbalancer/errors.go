@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/cloud-provider/api"
@@ -22,11 +23,46 @@ var (
 	ErrFloatingIPInUse = errors.New("floating IP is attached to another port")
 )
 
+// Reasons of in-progress steps. The service controller records every
+// error, RetryErrors included, as a Warning; pkg/provider/app turns the
+// Warnings whose message carries one of these (ProgressReason) into Normal
+// events with it as their reason.
+const (
+	// ReasonWaitingForOctavia: Octavia is applying a change (PENDING_*).
+	ReasonWaitingForOctavia = "WaitingForOctavia"
+	// ReasonApplyingChanges: a change was made and more are queued.
+	ReasonApplyingChanges = "ApplyingLoadBalancerChanges"
+	// ReasonWaitingForNodeAddresses: an initialized node has no InternalIP yet.
+	ReasonWaitingForNodeAddresses = "WaitingForNodeAddresses"
+	// ReasonRecreating: a load balancer in ERROR is being replaced.
+	ReasonRecreating = "RecreatingLoadBalancer"
+)
+
+const progressMarker = " (in progress, not a failure: "
+
 // notReady asks the service controller to come back after d without
 // holding a worker or counting as a failure with backoff: the load
-// balancer is busy (PENDING_*) or has more changes queued.
-// The service controller still records a SyncLoadBalancerFailed Warning
-// for it, so the message says that this is progress, not a failure.
-func notReady(d time.Duration, format string, args ...any) error {
-	return api.NewRetryError(fmt.Sprintf(format, args...)+fmt.Sprintf(" (in progress, not a failure: checking again in %s)", d), d)
+// balancer is busy (PENDING_*) or has more changes queued. The message
+// says that this is progress and why (reason), which ProgressReason reads.
+func notReady(d time.Duration, reason, format string, args ...any) error {
+	return api.NewRetryError(fmt.Sprintf(format, args...)+progressMarker+reason+fmt.Sprintf("; checking again in %s)", d), d)
+}
+
+// ProgressReason returns the reason of an in-progress step named in msg
+// (an error message of notReady, possibly wrapped), "" when msg is not one.
+func ProgressReason(msg string) string {
+	i := strings.LastIndex(msg, progressMarker)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(progressMarker):]
+	reason, _, ok := strings.Cut(rest, ";")
+	if !ok {
+		return ""
+	}
+	switch reason {
+	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating:
+		return reason
+	}
+	return ""
 }

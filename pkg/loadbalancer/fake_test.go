@@ -135,7 +135,7 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 	id := f.id("lb")
 	l := &fakeLB{lb: LoadBalancer{ID: id, Name: spec.Name, ProvisioningStatus: "PENDING_CREATE", VIPAddress: "10.0.0.100",
 		VIPPortID: "port-" + id, VIPSubnetID: spec.VIPSubnetID, VIPNetworkID: spec.VIPNetworkID, FlavorID: spec.FlavorID,
-		AvailabilityZone: spec.Zone, Tags: spec.Tags}, tree: Tree{Pools: map[string]*Pool{}}}
+		AvailabilityZone: spec.Zone, Tags: spec.Tags, Provider: spec.Provider}, tree: Tree{Pools: map[string]*Pool{}}}
 	if spec.VIPPortID != "" {
 		l.lb.VIPPortID = spec.VIPPortID
 	}
@@ -152,7 +152,10 @@ func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBal
 
 func (f *fakeOctavia) addListener(l *fakeLB, ls ListenerSpec) {
 	lid := f.id("listener")
-	pool := f.addPool(l, ls.Pool)
+	pool := ""
+	if ls.Pool.Protocol != "" {
+		pool = f.addPool(l, ls.Pool)
+	}
 	l.tree.Listeners = append(l.tree.Listeners, Listener{ID: lid, Protocol: ls.Protocol, Port: ls.Port, DefaultPoolID: pool,
 		AllowedCIDRs: ls.AllowedCIDRs, ConnLimit: ls.ConnLimit, Timeouts: ls.Timeouts, Tags: ls.Tags, TLSRef: ls.TLSRef, InsertHeaders: ls.InsertHeaders})
 }

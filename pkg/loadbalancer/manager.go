@@ -165,6 +165,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return nil, err
 	}
+	if o, err = m.forProvider(svc, o, lb); err != nil {
+		return nil, err
+	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return nil, err
 	}
@@ -172,7 +175,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "loadBalancer", spec.Name)
 
 	if lb == nil {
-		lb, err = m.Octavia.CreateLoadBalancer(ctx, spec)
+		lb, err = m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 		if err != nil {
 			return nil, fmt.Errorf("create load balancer %q: %w", spec.Name, explainTLSRefusal(err, spec))
 		}
@@ -181,14 +184,14 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 		if _, err := m.ensureFloatingIP(ctx, id, svc, o, lb); err != nil {
 			return nil, err
 		}
-		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
+		return nil, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
 	}
 	switch lb.ProvisioningStatus {
 	case StatusActive:
 	case StatusError:
 		return nil, m.recreate(ctx, lb, spec)
 	default:
-		return nil, notReady(m.requeue(), "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
+		return nil, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
 	}
 	if err := checkImmutable(lb, spec); err != nil {
 		return nil, err
@@ -202,7 +205,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 		return nil, err
 	}
 	if remaining > 0 {
-		return nil, notReady(m.requeue(), "load balancer %s (%s): %d more changes queued", spec.Name, lb.ID, remaining)
+		return nil, notReady(m.requeue(), ReasonApplyingChanges, "load balancer %s (%s): %d more changes queued", spec.Name, lb.ID, remaining)
 	}
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
@@ -239,7 +242,10 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 		return fmt.Errorf("no load balancer %q to update", LoadBalancerName(clusterName, refOf(svc)))
 	}
 	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
-		return notReady(m.requeue(), "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
+		return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s is %s", lb.Name, lb.ProvisioningStatus)
+	}
+	if o, err = m.forProvider(svc, o, lb); err != nil {
+		return err
 	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return err
@@ -253,7 +259,7 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 		return err
 	}
 	if remaining > 0 {
-		return notReady(m.requeue(), "load balancer %s: %d more changes queued", lb.Name, remaining)
+		return notReady(m.requeue(), ReasonApplyingChanges, "load balancer %s: %d more changes queued", lb.Name, remaining)
 	}
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return err
@@ -268,7 +274,7 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
 	for _, n := range nodes {
 		if n.Spec.ProviderID != "" && internalIP(n, false) == "" && internalIP(n, true) == "" {
-			return notReady(d, "node %s has no InternalIP yet; it becomes a member when it has", n.Name)
+			return notReady(d, ReasonWaitingForNodeAddresses, "node %s has no InternalIP yet; it becomes a member when it has", n.Name)
 		}
 	}
 	return nil
@@ -296,7 +302,7 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 	if err := steps[0].do(ctx, m.Octavia); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
 			// Busy since we read it (another change is settling).
-			return 0, notReady(m.requeue(), "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
+			return 0, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
 		}
 		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, explainTLSRefusal(err, spec))
 	}
@@ -361,7 +367,7 @@ func keepFloatingIP(svc *corev1.Service) func(FloatingIP) bool {
 // deletes the load balancer with its children.
 func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, keep func(FloatingIP) bool) error {
 	if lb.ProvisioningStatus != StatusActive && lb.ProvisioningStatus != StatusError {
-		return notReady(m.requeue(), "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
+		return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) is %s; deleting it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
 	}
 	// Floating IPs first: once the VIP port is gone nothing links them to
 	// the load balancer any more.
@@ -381,7 +387,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 	}
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return notReady(m.requeue(), "load balancer %s (%s) became busy; deleting it when it settles", lb.Name, lb.ID)
+			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy; deleting it when it settles", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}

@@ -77,6 +77,9 @@ func (p *annotationParser) networks(o *options, cfg config.LoadBalancer) {
 		if cls.FloatingNetworkID != "" {
 			o.floatingNetworkID = cls.FloatingNetworkID
 		}
+		if cls.LBProvider != "" {
+			o.provider = cls.LBProvider
+		}
 		if cls.FloatingSubnetID != "" || cls.FloatingSubnet != "" || cls.FloatingSubnetTags != "" {
 			o.floatingSubnetID, o.floatingSubnet, o.floatingSubnetTags = cls.FloatingSubnetID, cls.FloatingSubnet, cls.FloatingSubnetTags
 		}

@@ -60,8 +60,9 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 		cur, ok := have[listenerKey{l.Protocol, l.Port}]
 		if !ok {
 			steps = append(steps, step{"create listener " + key, func(ctx context.Context, o Octavia) error {
-				return o.CreateListener(ctx, lbID, l)
+				return o.CreateListener(ctx, lbID, newListener(spec.Provider, l))
 			}})
+			steps = append(steps, followUps(spec.Provider, key, l.Pool, true)...)
 			continue
 		}
 		if !listenerEqual(cur, l) {
@@ -69,28 +70,28 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 				return o.UpdateListener(ctx, cur.ID, l)
 			}})
 		}
-		steps = append(steps, planPool(key, cur, tree.Pools[cur.DefaultPoolID], l.Pool)...)
+		steps = append(steps, planPool(key, cur, tree.Pools[cur.DefaultPoolID], l.Pool, spec.Provider)...)
 	}
 	return steps
 }
 
-func planPool(key string, l Listener, cur *Pool, want PoolSpec) []step {
+func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string) []step {
 	if cur == nil {
-		return []step{{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
-			return o.CreatePool(ctx, l.ID, want)
-		}}}
+		return append([]step{{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
+			return o.CreatePool(ctx, l.ID, newPool(provider, want))
+		}}}, followUps(provider, key, want, false)...)
 	}
 	if cur.Protocol != want.Protocol {
 		// A pool's protocol is immutable (proxy protocol toggled): replace
 		// the pool, members and monitor included, in two calls.
-		return []step{
+		return append([]step{
 			{"delete pool of listener " + key + " (protocol " + cur.Protocol + ")", func(ctx context.Context, o Octavia) error {
 				return o.DeletePool(ctx, cur.ID)
 			}},
 			{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
-				return o.CreatePool(ctx, l.ID, want)
+				return o.CreatePool(ctx, l.ID, newPool(provider, want))
 			}},
-		}
+		}, followUps(provider, key, want, false)...)
 	}
 	var steps []step
 	if cur.Method != want.Method || cur.Persistence != want.Persistence {

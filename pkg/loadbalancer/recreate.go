@@ -43,10 +43,10 @@ func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec) er
 			return err
 		}
 		logger.Info("Deleted a load balancer in provisioning status ERROR; it is created again once Octavia has removed it")
-		return notReady(m.requeue(), "load balancer %s (%s) was in provisioning status ERROR: deleted it, it is created again with the same VIP once Octavia has removed it",
+		return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was in provisioning status ERROR: deleted it, it is created again with the same VIP once Octavia has removed it",
 			spec.Name, old.ID)
 	}
-	fresh, err := m.Octavia.CreateLoadBalancer(ctx, spec)
+	fresh, err := m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 	if err != nil {
 		return fmt.Errorf("load balancer %s (%s) is in provisioning status ERROR; creating its replacement: %w", spec.Name, old.ID, err)
 	}
@@ -59,7 +59,7 @@ func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec) er
 	if len(moved) > 0 {
 		kept = ", keeping floating IP " + strings.Join(addresses(moved), ", ")
 	}
-	return notReady(m.requeue(), "load balancer %s (%s) was in provisioning status ERROR: recreated it as %s%s", spec.Name, old.ID, fresh.ID, kept)
+	return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was in provisioning status ERROR: recreated it as %s%s", spec.Name, old.ID, fresh.ID, kept)
 }
 
 // retire moves the floating IPs of old (in ERROR) to keeper's VIP port and
@@ -99,7 +99,7 @@ func (m *Manager) retireDuplicate(ctx context.Context, id Identity, svc ServiceR
 func (m *Manager) deleteBroken(ctx context.Context, lb *LoadBalancer) error {
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return notReady(m.requeue(), "load balancer %s (%s) in ERROR became busy; deleting it when it settles", lb.Name, lb.ID)
+			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) in ERROR became busy; deleting it when it settles", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("delete load balancer %s (%s) in provisioning status ERROR: %w", lb.Name, lb.ID, err)
 	}

@@ -131,7 +131,11 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 	case StatusError:
 		return nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, ErrProvisioningError)
 	default:
-		return nil, notReady(m.requeue(), "shared load balancer %s (%s) is %s", lb.Name, lb.ID, lb.ProvisioningStatus)
+		return nil, notReady(m.requeue(), ReasonWaitingForOctavia, "shared load balancer %s (%s) is %s", lb.Name, lb.ID, lb.ProvisioningStatus)
+	}
+	o, err := m.forProvider(svc, o, lb)
+	if err != nil {
+		return nil, err
 	}
 	spec := buildSpec(id, svc, o, nodes)
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
@@ -157,7 +161,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 			return nil, err
 		}
 		klog.FromContext(ctx).Info("Sharing load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "services", len(users)+1)
-		return nil, notReady(m.requeue(), "load balancer %s (%s): Service added to its users", lb.Name, lb.ID)
+		return nil, notReady(m.requeue(), ReasonApplyingChanges, "load balancer %s (%s): Service added to its users", lb.Name, lb.ID)
 	}
 	steps := plan(lb.ID, own, spec)
 	if len(steps) > 0 {
@@ -165,7 +169,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 		if err := m.runStep(ctx, lb, steps[0]); err != nil {
 			return nil, err
 		}
-		return nil, notReady(m.requeue(), "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
+		return nil, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
 	if err := waitForAddresses(nodes, m.requeue()); err != nil {
 		return nil, err
@@ -183,7 +187,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
 	if err := m.Octavia.SetLoadBalancerTags(ctx, lb.ID, tags); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return notReady(m.requeue(), "load balancer %s (%s) became busy", lb.Name, lb.ID)
+			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("tags of load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}
@@ -193,7 +197,7 @@ func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) 
 func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step) error {
 	if err := s.do(ctx, m.Octavia); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return notReady(m.requeue(), "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
+			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
 		}
 		return fmt.Errorf("load balancer %s: %s: %w", lb.Name, s.What, err)
 	}
@@ -214,7 +218,7 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 	case StatusPendingDelete:
 		return false, nil
 	default:
-		return false, notReady(m.requeue(), "load balancer %s (%s) is %s; leaving it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
+		return false, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) is %s; leaving it when it settles", lb.Name, lb.ID, lb.ProvisioningStatus)
 	}
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
 	if err != nil {
@@ -232,7 +236,7 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 		if err := m.runStep(ctx, lb, steps[0]); err != nil {
 			return false, err
 		}
-		return false, notReady(m.requeue(), "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
+		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
 	if slices.Contains(lb.Tags, owner) {
 		tags := slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return t == owner })

@@ -42,7 +42,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 			Name:         listenerName(name, protocol, int(port.Port)),
 			Protocol:     protocol,
 			Port:         int(port.Port),
-			AllowedCIDRs: o.allowedCIDRs,
+			AllowedCIDRs: listenerCIDRs(o),
 			ConnLimit:    o.connLimit,
 			Timeouts:     o.timeouts,
 			Tags:         []string{spec.Owner},
@@ -53,9 +53,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 				Members:  members(o, nodes, int(port.NodePort)),
 			},
 		}
-		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-			l.Pool.Persistence = "SOURCE_IP"
-		}
+		l.Pool.Persistence = persistence(svc, o)
 		if o.proxyProtocol != "" {
 			l.Pool.Protocol = o.proxyProtocol
 		}
@@ -68,9 +66,13 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 				MaxRetries:     o.monitorRetries,
 				MaxRetriesDown: o.monitorDown,
 			}
-			if local {
+			if local && !isOVN(o.provider) {
 				// kube-proxy answers 200 on the health check node port
-				// only on nodes with a ready endpoint.
+				// only on nodes with a ready endpoint. The OVN provider
+				// has no HTTP monitors and no monitor port: its TCP
+				// monitor on the NodePort fails on nodes without a ready
+				// endpoint too, where kube-proxy drops the traffic of an
+				// externalTrafficPolicy Local Service.
 				m.Type, m.URLPath = "HTTP", "/healthz"
 				for i := range l.Pool.Members {
 					l.Pool.Members[i].MonitorPort = int(svc.Spec.HealthCheckNodePort)

@@ -57,7 +57,8 @@ func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]Lo
 func toLoadBalancer(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
-		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: toVIPs(lb.AdditionalVips)}
+		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: toVIPs(lb.AdditionalVips),
+		Provider: lb.Provider}
 }
 
 func toVIPs(vips []loadbalancers.AdditionalVip) []VIP {
@@ -102,8 +103,11 @@ func listenerCreateOpts(l ListenerSpec) listeners.CreateOpts {
 	pool := poolCreateOpts(l.Pool)
 	lo := listeners.CreateOpts{
 		Name: l.Name, Protocol: listeners.Protocol(l.Protocol), ProtocolPort: l.Port,
-		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, DefaultPool: &pool, Tags: l.Tags,
+		ConnLimit: &l.ConnLimit, AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags,
 		DefaultTlsContainerRef: l.TLSRef, InsertHeaders: l.InsertHeaders,
+	}
+	if l.Pool.Protocol != "" { // none: the pool comes in its own call (the OVN provider, pkg/loadbalancer/providers.go)
+		lo.DefaultPool = &pool
 	}
 	setTimeouts(&lo.TimeoutClientData, &lo.TimeoutMemberConnect, &lo.TimeoutMemberData, &lo.TimeoutTCPInspect, l.Timeouts)
 	return lo

@@ -13,8 +13,10 @@ type LoadBalancer struct {
 	FlavorID           string
 	AvailabilityZone   string
 	AdditionalVIPs     []VIP // Octavia's additional_vips
-	Tags               []string
-	CreatedAt          time.Time
+	// Provider is the Octavia provider that runs it (pkg/loadbalancer/providers.go).
+	Provider  string
+	Tags      []string
+	CreatedAt time.Time
 }
 
 // Tree is what exists under a load balancer.

@@ -255,6 +255,7 @@ func controllerInitializers() map[string]ccmapp.ControllerInitFuncConstructor {
 		out[name] = ccmapp.DefaultInitFuncConstructors[name]
 	}
 	out[names.NodeRouteController] = routeOnlyWithAllocatedCIDRs(out[names.NodeRouteController])
+	out[names.ServiceLBController] = serviceControllerWithProgressEvents(out[names.ServiceLBController])
 	return out
 }
 
