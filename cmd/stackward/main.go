@@ -22,7 +22,8 @@ Commands:
   doctor    list nodes the cloud provider has not initialized or that are not
             Ready, kubelet serving certificate requests left pending, denied or
             never signed, what the cloud says about each such node, and what to do
-  pki init  create the dedicated kubelet-serving CA (before kubeadm init)
+  pki       the kubelet-serving CA: init (before kubeadm init), export and
+            import (to further control-plane hosts), rotate
   version   print the version
 
 Run 'stackward <command> -h' for a command's flags.
