@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -164,4 +165,9 @@ func ExpiresWithin(certPEM []byte, now time.Time, threshold time.Duration) (bool
 		return false, time.Time{}, err
 	}
 	return cert.NotAfter.Before(now.Add(threshold)), cert.NotAfter, nil
+}
+
+// ParseCertificate parses one PEM certificate.
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	return helpers.ParseCertificatePEM(certPEM)
 }
