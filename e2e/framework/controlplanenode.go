@@ -23,11 +23,10 @@ const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"
 // StartControlPlaneNode makes the control-plane host a node, as `kubeadm
 // init` does on a real one: a server for the host in the cloud whose fixed
 // IP is the apiserver's advertise address, a hollow kubelet on that
-// address registering with kubeadm's control-plane taint (kubeadm's
-// kubeadm-flags.env --register-with-taints) and the provider ID
-// stackward-node would give it, then kubeadm's own mark-control-plane
-// phase over the lab's configuration, which adds the control-plane label
-// (a kubelet may not set node-role labels on itself) and the taints.
+// address with the provider ID stackward-node would give it, then
+// kubeadm's own mark-control-plane phase over the lab's configuration,
+// which adds the control-plane label (a kubelet may not set node-role
+// labels on itself) and nodeRegistration.taints.
 func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB, cloud *Cloud) (*Node, cloudsim.Server) {
 	t.Helper()
 	srv, err := cloud.Sim.CreateServer(cloudsim.ServerSpec{
@@ -41,7 +40,6 @@ func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB,
 		Name:       ControlPlaneNodeName,
 		IP:         ControlPlaneIP,
 		ProviderID: "openstack:///" + srv.ID,
-		ExtraArgs:  []string{"--register-with-taints", ControlPlaneTaint + "=:NoSchedule"},
 	})
 	if _, err := cp.WaitForNode(ctx, ControlPlaneNodeName, time.Minute, func(*corev1.Node) bool { return true }); err != nil {
 		t.Fatalf("the control-plane host's kubelet did not register: %v\n%s", err, node.Process.Tail(4000))
