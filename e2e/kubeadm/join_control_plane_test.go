@@ -82,6 +82,11 @@ func TestSecondControlPlaneHostGetsTheServingCAAndOurFlags(t *testing.T) {
 		"token":             cp.BootstrapToken,
 		"caCertHashes":      []any{caCertHash(t, cp.CACert)},
 	}}
+	// No container runtime in the lab; naming one skips detection (as
+	// the lab's init configuration does).
+	reg, _ := join["nodeRegistration"].(map[string]any)
+	reg["criSocket"] = "unix:///run/containerd/containerd.sock"
+	reg["name"] = "cp-2"
 	writeYAML(t, joinPath, join)
 
 	// The new host's own /etc/kubernetes: a mount namespace of its own.
