@@ -17,6 +17,13 @@ import (
 // nodeRegistration.name of the lab's kubeadm configuration.
 const ControlPlaneNodeName = "control-plane"
 
+// ControlPlaneVIP is the lab's control-plane endpoint as an operator
+// lists it in approver.controlPlaneEndpoints: an address in front of the
+// apiservers that no node owns. The lab's one apiserver does not serve on
+// it; it exists so the approver can be configured as in production, where
+// the control-plane hosts' own addresses are nodes' addresses.
+const ControlPlaneVIP = "198.18.255.100"
+
 // ControlPlaneTaint is the taint kubeadm puts on control-plane nodes
 // (bootstrap/init-configuration.yaml's nodeRegistration.taints).
 const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"

@@ -9,6 +9,7 @@ package kubeadm
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +37,10 @@ func TestControlPlaneHostIsANodeWithAVerifiedServingCertificate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conf := cloud.CloudConf(t, "")
-	cp.StartApprover(ctx, t, conf, approver.Options{})
+	// As an operator configures it: only the VIP that no node owns.
+	opts := approver.Options{}
+	opts.ControlPlaneEndpoints = []netip.Addr{netip.MustParseAddr(framework.ControlPlaneVIP)}
+	cp.StartApprover(ctx, t, conf, opts)
 	cp.StartCCM(ctx, t, conf)
 	start := time.Now()
 	node, srv := cp.StartControlPlaneNode(ctx, t, cloud)
