@@ -3,6 +3,7 @@
 package kubeadm
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stackward/stackward/e2e/framework"
@@ -20,7 +22,8 @@ import (
 )
 
 // A second control-plane host joins with bootstrap/'s control-plane join
-// configuration as completed by stackward-node, gets the kubelet-serving
+// configuration as completed by stackward-node, gets kubeadm's shared
+// certificates through --upload-certs and the kubelet-serving
 // CA with stackward pki import, and kubeadm renders its apiserver and
 // kube-controller-manager from the cluster's kubeadm-config ConfigMap: with
 // our flags, so every control-plane host verifies and signs kubelet
@@ -43,6 +46,24 @@ func TestSecondControlPlaneHostGetsTheServingCAAndOurFlags(t *testing.T) {
 	cfgPath := filepath.Join(cp.Dir, "kubeadm.yaml")
 	if out, err := exec.Command(kubeadm, "init", "phase", "upload-config", "all", "--config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("kubeadm init phase upload-config: %v\n%s", err, out)
+	}
+	key, err := exec.Command(kubeadm, "certs", "certificate-key").Output()
+	if err != nil {
+		t.Fatalf("kubeadm certs certificate-key: %v", err)
+	}
+	certificateKey := strings.TrimSpace(string(key))
+	// kubeadm takes the key from the configuration when there is one.
+	labCfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploadCfg := filepath.Join(work, "upload-certs.yaml")
+	withKey := strings.Replace(string(labCfg), "kind: InitConfiguration\n", "kind: InitConfiguration\ncertificateKey: "+certificateKey+"\n", 1)
+	if err := os.WriteFile(uploadCfg, []byte(withKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(kubeadm, "init", "phase", "upload-certs", "--upload-certs", "--config", uploadCfg).CombinedOutput(); err != nil {
+		t.Fatalf("kubeadm init phase upload-certs: %v\n%s", err, out)
 	}
 	pkiDir := filepath.Join(framework.KubernetesDir, "pki")
 	manifest, err := pki.Export(pkiDir)
@@ -87,6 +108,7 @@ func TestSecondControlPlaneHostGetsTheServingCAAndOurFlags(t *testing.T) {
 	reg, _ := join["nodeRegistration"].(map[string]any)
 	reg["criSocket"] = "unix:///run/containerd/containerd.sock"
 	reg["name"] = "cp-2"
+	cpSection["certificateKey"] = certificateKey
 	writeYAML(t, joinPath, join)
 
 	// The new host's own /etc/kubernetes: a mount namespace of its own.
@@ -97,7 +119,7 @@ func TestSecondControlPlaneHostGetsTheServingCAAndOurFlags(t *testing.T) {
 	script := `set -eu
 mount -t tmpfs cp-2 /etc/kubernetes
 "$STACKWARD" pki import --dir /etc/kubernetes/pki "$CA_MANIFEST"
-"$KUBEADM" join phase control-plane-prepare control-plane --config "$JOIN"
+"$KUBEADM" join phase control-plane-prepare all --config "$JOIN"
 cp /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/manifests/kube-controller-manager.yaml /etc/kubernetes/pki/kubelet-serving-ca.* "$OUT"/
 `
 	host := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
@@ -106,6 +128,17 @@ cp /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/manifests/kube-
 		t.Fatalf("the second host's join: %v\n%s", err, out)
 	}
 
+	t.Run("kubeadm's certificate upload does not carry the kubelet-serving CA", func(t *testing.T) {
+		s, err := cp.Admin.CoreV1().Secrets("kube-system").Get(context.Background(), "kubeadm-certs", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range s.Data {
+			if strings.Contains(k, "kubelet-serving") {
+				t.Errorf("kubeadm-certs has %s; bootstrap/README.md says it cannot", k)
+			}
+		}
+	})
 	t.Run("the second host holds the first host's kubelet-serving CA", func(t *testing.T) {
 		for _, f := range []string{pki.CertFile, pki.KeyFile} {
 			want, err := os.ReadFile(filepath.Join(pkiDir, f))
