@@ -22,7 +22,8 @@ Commands:
   doctor    list nodes the cloud provider has not initialized or that are not
             Ready, kubelet serving certificate requests left pending, denied or
             never signed, what the cloud says about each such node, and what to do
-  pki init  create the dedicated kubelet-serving CA (before kubeadm init)
+  pki       the kubelet-serving CA: init (before kubeadm init), export and
+            import (to further control-plane hosts), rotate
   version   print the version
 
 Run 'stackward <command> -h' for a command's flags.
@@ -63,6 +64,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.CloudConfig, "cloud-config", "", "cloud.conf of the cluster's cloud provider; without it the cloud is not asked.")
 	fs.StringVar(&cfg.Output, "o", doctor.OutputText, "Output: text or json.")
 	fs.DurationVar(&cfg.Timeout, "timeout", time.Minute, "Give up after this long.")
+	fs.StringVar(&cfg.ServingCAFile, "serving-ca", doctor.DefaultServingCAFile, "The kubelet-serving CA certificate whose expiry to check (the chart signer's Secret is checked too when it exists).")
+	fs.DurationVar(&cfg.CAExpiryWarning, "ca-expiry-warning", doctor.DefaultCAExpiryWarning, "A kubelet-serving CA expiring within this is a finding (stackward pki rotate).")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stackward doctor [flags]\n\nExit status: 0 nothing to fix, 1 findings, 2 could not diagnose.\n\nFlags:")
 		fs.PrintDefaults()
@@ -74,6 +77,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stackward doctor: unexpected arguments %v\n", fs.Args())
 		return 2
 	}
+	fs.Visit(func(f *flag.Flag) { cfg.ServingCAFileSet = cfg.ServingCAFileSet || f.Name == "serving-ca" })
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	report, err := doctor.Run(ctx, cfg)

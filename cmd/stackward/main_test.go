@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 func TestCommandLine(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
 	pkiDir := filepath.Join(t.TempDir(), "pki")
+	emptyDir := t.TempDir()
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -25,7 +27,13 @@ func TestCommandLine(t *testing.T) {
 		{name: "doctor without a reachable cluster cannot diagnose", args: []string{"doctor", "--kubeconfig", missing}, status: 2, stderr: "kubeconfig"},
 		{name: "pki init creates the kubelet-serving CA", args: []string{"pki", "init", "--dir", pkiDir}, status: 0, stdout: "created kubelet-serving CA"},
 		{name: "pki init again keeps it", args: []string{"pki", "init", "--dir", pkiDir}, status: 0, stdout: "kept the existing"},
-		{name: "pki without init prints its usage", args: []string{"pki"}, status: 2, stderr: "stackward pki init"},
+		{name: "pki without a subcommand prints its usage", args: []string{"pki"}, status: 2, stderr: "stackward pki <init|export|import|rotate>"},
+		{name: "pki export prints the CA as the chart's Secret", args: []string{"pki", "export", "--dir", pkiDir}, status: 0, stdout: "name: stackward-kubelet-serving-ca"},
+		{name: "pki import without a file is refused", args: []string{"pki", "import", "--dir", pkiDir}, status: 2, stderr: "want 1 arguments"},
+		{name: "pki import of a missing file names it", args: []string{"pki", "import", "--dir", t.TempDir(), missing}, status: 1, stderr: missing},
+		{name: "pki rotate without a CA names the file and changes nothing", args: []string{"pki", "rotate", "--dir", emptyDir}, status: 1, stderr: filepath.Join(emptyDir, "kubelet-serving-ca.crt")},
+		{name: "pki rotate creates the next CA and prints the steps", args: []string{"pki", "rotate", "--dir", pkiDir}, status: 0, stdout: "kubelet-serving-ca-bundle.crt"},
+		{name: "pki rotate --finish promotes it", args: []string{"pki", "rotate", "--finish", "--dir", pkiDir}, status: 0, stdout: "the old one is kept"},
 		{name: "pki init with an unknown key algorithm fails naming it", args: []string{"pki", "init", "--dir", t.TempDir(), "--key-algorithm", "dsa"}, status: 1, stderr: `"dsa"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,5 +48,8 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("stdout %q lacks %q", stdout.String(), tc.stdout)
 			}
 		})
+	}
+	if entries, err := os.ReadDir(emptyDir); err != nil || len(entries) != 0 {
+		t.Errorf("a refused rotation left %d files in %s (%v)", len(entries), emptyDir, err)
 	}
 }

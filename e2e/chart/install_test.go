@@ -87,9 +87,13 @@ func writeKubeconfig(path string, rc *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
-// chartValues are the release's values: cloud.conf as structured values.
+// chartValues are the release's values: cloud.conf as structured values,
+// and a Deployment of two (the chart's default is a DaemonSet; this test
+// later upgrades to one, so it covers both kinds and the switch).
 func chartValues(region string) map[string]any {
 	return map[string]any{
+		"kind":     "Deployment",
+		"replicas": 2,
 		"cloudConfig": map[string]any{"config": map[string]any{
 			"Global": map[string]any{
 				"auth-url":                      "https://keystone.lab.invalid:5000/v3",

@@ -62,7 +62,7 @@ func TestChartPodRunsAsInstalled(t *testing.T) {
 		}
 	})
 
-	d, err := cp.Admin.AppsV1().Deployments(ns).Get(ctx, runRelease, metav1.GetOptions{})
+	d, err := cp.Admin.AppsV1().DaemonSets(ns).Get(ctx, runRelease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 		case "InitConfiguration":
 			obj["localAPIEndpoint"] = map[string]any{"advertiseAddress": ControlPlaneIP, "bindPort": 6443}
 			reg := mapAt(obj, "nodeRegistration")
-			reg["name"] = "control-plane"
+			reg["name"] = ControlPlaneNodeName
 			// No container runtime in the lab; naming one skips detection.
 			reg["criSocket"] = "unix:///run/containerd/containerd.sock"
 			obj["bootstrapTokens"] = []any{map[string]any{
@@ -185,6 +185,9 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 				"usages": []any{"signing", "authentication"},
 			}}
 		case "ClusterConfiguration":
+			// One apiserver: the endpoint is its address (an HA lab puts a
+			// VIP here).
+			obj["controlPlaneEndpoint"] = ControlPlaneIP + ":6443"
 			net := mapAt(obj, "networking")
 			net["serviceSubnet"] = LabServiceCIDR
 			net["podSubnet"] = "198.19.128.0/17"

@@ -111,7 +111,7 @@ func TestReleaseFromRegistry(t *testing.T) {
 		t.Run("helm install from oci:// with "+helm+" names the release's images", func(t *testing.T) {
 			release := "stackward-" + helm
 			installFromRegistry(t, helm, release, nil)
-			d, err := cp.Admin.AppsV1().Deployments(ns).Get(ctx, release, metav1.GetOptions{})
+			d, err := cp.Admin.AppsV1().DaemonSets(ns).Get(ctx, release, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func TestReleaseFromRegistry(t *testing.T) {
 			"ccm":         map[string]any{"extraArgs": map[string]any{"node-monitor-period": "2s", "v": 2}},
 		})
 		t.Cleanup(func() { uninstall(t, "helm4", release) })
-		d, err := cp.Admin.AppsV1().Deployments(ns).Get(ctx, release, metav1.GetOptions{})
+		d, err := cp.Admin.AppsV1().DaemonSets(ns).Get(ctx, release, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -108,14 +108,14 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 		return err
 	}
 	if cfg.SignWithCADir != "" {
-		ca, err := pki.Load(cfg.SignWithCADir)
+		// It reloads the CA when the mounted Secret changes (a rotation).
+		signer, err := pki.NewReloadingSigner(cfg.SignWithCADir, cfg.ServingCertLifetime, cfg.Registerer, logger)
 		if err != nil {
-			return fmt.Errorf("--sign-with-ca-dir %s: %w", cfg.SignWithCADir, err)
+			return fmt.Errorf("--sign-with-ca-dir %s, --serving-cert-lifetime: %w", cfg.SignWithCADir, err)
 		}
-		if cfg.Signer, err = pki.NewServingSigner(ca, cfg.ServingCertLifetime); err != nil {
-			return fmt.Errorf("--serving-cert-lifetime: %w", err)
-		}
-		logger.Info("Signing approved kubelet serving certificates", "ca", ca.Cert.Subject.CommonName, "caDir", cfg.SignWithCADir)
+		cfg.Signer = signer
+		ca := signer.CA().Cert
+		logger.Info("Signing approved kubelet serving certificates", "ca", ca.Subject.CommonName, "caDir", cfg.SignWithCADir, "notAfter", ca.NotAfter)
 	}
 	c, err := NewController(client, cloud, cfg.Options)
 	if err != nil {

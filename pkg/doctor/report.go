@@ -73,6 +73,11 @@ type Report struct {
 
 	// Problems has one entry per node with findings, by node name.
 	Problems []NodeProblems `json:"problems"`
+
+	// ServingCA is each copy of the kubelet-serving CA found (a file on
+	// this host, the chart signer's Secret) and when it expires.
+	ServingCA       []CAStatus `json:"servingCA,omitempty"`
+	CAExpiryWarning string     `json:"caExpiryWarning,omitempty"`
 }
 
 // Findings counts the findings of every node.
@@ -80,6 +85,11 @@ func (r *Report) Findings() int {
 	n := 0
 	for _, p := range r.Problems {
 		n += len(p.Findings)
+	}
+	for _, ca := range r.ServingCA {
+		if ca.Problem() {
+			n++
+		}
 	}
 	return n
 }

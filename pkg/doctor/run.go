@@ -39,6 +39,13 @@ type Config struct {
 	Out         io.Writer
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// ServingCAFile is the kubelet-serving CA certificate to check;
+	// ServingCAFileSet says the user named it (then a missing file is a
+	// finding, not a host without one).
+	ServingCAFile    string
+	ServingCAFileSet bool
+	// CAExpiryWarning: a CA expiring within it is a finding.
+	CAExpiryWarning time.Duration
 }
 
 // Validate reports every problem at once, each naming its flag.
@@ -49,6 +56,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout: %s is not positive", c.Timeout))
+	}
+	if c.CAExpiryWarning < 0 {
+		errs = append(errs, fmt.Errorf("--ca-expiry-warning: %s is negative", c.CAExpiryWarning))
 	}
 	if c.Out == nil {
 		errs = append(errs, errors.New("no output writer"))
@@ -83,6 +93,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.CAExpiryWarning = cfg.CAExpiryWarning.String()
+	r.ServingCA = servingCAStatus(ctx, client, cfg.ServingCAFile, cfg.ServingCAFileSet, cfg.CAExpiryWarning, now())
 	if cloudErr != nil {
 		r.Cloud = "not asked: " + cfg.CloudConfig + " could not be used"
 		r.CloudError = cloudErr.Error()
@@ -139,7 +151,13 @@ func WriteText(w io.Writer, r *Report) error {
 	if r.CloudError != "" {
 		ew.printf("  error: %s\n", r.CloudError)
 	}
-	if len(r.Problems) == 0 {
+	threshold, _ := time.ParseDuration(r.CAExpiryWarning)
+	for _, ca := range r.ServingCA {
+		if line := caLine(ca, threshold); line != "" {
+			ew.printf("%s\n", line)
+		}
+	}
+	if len(r.Problems) == 0 && r.Findings() == 0 {
 		ew.printf("\nNo findings: every node is initialized and Ready, and no serving certificate request needs attention.\n")
 		return ew.err
 	}

@@ -101,6 +101,34 @@ func fillJoin(obj map[string]any, s Settings, patchDir string) error {
 		return err
 	}
 	p["directory"] = patchDir
+	return fillControlPlane(obj, s)
+}
+
+// fillControlPlane gives a control-plane join the node IP as the
+// apiserver's advertise address when the template leaves it empty: on a
+// kubeadm control-plane host the kubelet and the apiserver share that
+// address, and only stackward-node knows it before the join. A template's
+// own address is kept (a host may advertise on another network).
+func fillControlPlane(obj map[string]any, s Settings) error {
+	v, ok := obj["controlPlane"]
+	if !ok || v == nil {
+		return nil // a worker
+	}
+	cp, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("controlPlane is %T, want a mapping", v)
+	}
+	ep, err := childMap(cp, "localAPIEndpoint")
+	if err != nil {
+		return fmt.Errorf("controlPlane.%w", err)
+	}
+	if a, _ := ep["advertiseAddress"].(string); a != "" {
+		return nil
+	}
+	if len(s.NodeIPs) == 0 {
+		return fmt.Errorf("controlPlane.localAPIEndpoint.advertiseAddress is empty and there is no node IP to fill in")
+	}
+	ep["advertiseAddress"] = s.NodeIPs[0].String()
 	return nil
 }
 

@@ -60,12 +60,18 @@ func renderDropIn(s Settings, envPath string) []byte {
 // "kubeletconfiguration" target: kubeadm join applies it to the
 // KubeletConfiguration it downloads from the cluster before writing
 // /var/lib/kubelet/config.yaml. Only providerID has a KubeletConfiguration
-// field; the node IP exists only as a flag.
-func renderKubeletPatch(s Settings) []byte {
-	return []byte(header(s) +
-		"apiVersion: kubelet.config.k8s.io/v1beta1\n" +
-		"kind: KubeletConfiguration\n" +
-		"providerID: " + s.ProviderID + "\n")
+// field; the node IP exists only as a flag. It is built with the kubelet's
+// typed API and validated before it is written.
+func renderKubeletPatch(s Settings) ([]byte, error) {
+	kc := kubeletPatchConfig(s)
+	if err := validateKubeletPatch(kc); err != nil {
+		return nil, fmt.Errorf("kubelet configuration patch: %w", err)
+	}
+	b, err := encodeKubeletPatch(kc)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet configuration patch: %w", err)
+	}
+	return append([]byte(header(s)), b...), nil
 }
 
 // printSettings writes KEY=VALUE lines a shell can eval.
@@ -112,6 +118,10 @@ func writeOutputs(ctx context.Context, cfg Config, s Settings) error {
 		return fmt.Errorf("create %s: %w", patchDir, err)
 	}
 	envPath := filepath.Join(dir, KubeletEnvFile)
+	patch, err := renderKubeletPatch(s)
+	if err != nil {
+		return err
+	}
 	type file struct {
 		path string
 		data []byte
@@ -120,7 +130,7 @@ func writeOutputs(ctx context.Context, cfg Config, s Settings) error {
 	files := []file{
 		{envPath, renderKubeletEnv(s), 0o644},
 		{filepath.Join(dir, DropInFile), renderDropIn(s, envPath), 0o644},
-		{filepath.Join(patchDir, KubeletPatch), renderKubeletPatch(s), 0o644},
+		{filepath.Join(patchDir, KubeletPatch), patch, 0o644},
 	}
 	if cfg.JoinConfigTemplate != "" {
 		tmpl, err := os.ReadFile(cfg.JoinConfigTemplate)

@@ -128,6 +128,53 @@ func TestBootstrapJoinConfigurationIsCompletable(t *testing.T) {
 	}
 }
 
+// A control-plane host's apiserver advertises the address its kubelet
+// serves on, which only stackward-node knows before the join.
+func TestControlPlaneJoinAdvertisesTheNodeIP(t *testing.T) {
+	const path = "../../bootstrap/join-control-plane-configuration.yaml"
+	bootstrapTmpl, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Settings{Instance: &Instance{Meta: MetaData{UUID: "u1"}}, ProviderID: "openstack:///u1", NodeIPs: addrs("10.0.0.11", "2001:db8::11")}
+	for _, tc := range []struct {
+		name, tmpl, wantAddress string
+		worker                  bool
+	}{
+		{name: "bootstrap's control-plane join gets the first node IP", tmpl: string(bootstrapTmpl), wantAddress: "10.0.0.11"},
+		{name: "an address the template sets is kept",
+			tmpl:        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ncontrolPlane:\n  localAPIEndpoint:\n    advertiseAddress: 10.1.0.5\n",
+			wantAddress: "10.1.0.5"},
+		{name: "a control-plane section without an endpoint gets one",
+			tmpl:        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ncontrolPlane:\n  certificateKey: abc\n",
+			wantAddress: "10.0.0.11"},
+		{name: "a worker join gets no control-plane section", tmpl: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n", worker: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := completeJoinConfig([]byte(tc.tmpl), path, s, "/etc/stackward/kubeadm-patches")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var jc struct {
+				ControlPlane *struct {
+					LocalAPIEndpoint struct {
+						AdvertiseAddress string `json:"advertiseAddress"`
+					} `json:"localAPIEndpoint"`
+				} `json:"controlPlane"`
+			}
+			if err := yaml.Unmarshal(out, &jc); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.worker && jc.ControlPlane != nil:
+				t.Errorf("a worker's join configuration got a controlPlane section:\n%s", out)
+			case !tc.worker && (jc.ControlPlane == nil || jc.ControlPlane.LocalAPIEndpoint.AdvertiseAddress != tc.wantAddress):
+				t.Errorf("advertiseAddress is not %s:\n%s", tc.wantAddress, out)
+			}
+		})
+	}
+}
+
 func TestPrint(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := testConfig("")

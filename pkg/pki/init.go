@@ -148,23 +148,29 @@ func Load(dir string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read CA key: %w", err)
 	}
+	return parseCA(certPEM, keyPEM, certPath, keyPath)
+}
+
+// parseCA checks that certPEM is a CA certificate and keyPEM its key;
+// errors name certName or keyName.
+func parseCA(certPEM, keyPEM []byte, certName, keyName string) (*CA, error) {
 	cert, err := helpers.ParseCertificatePEM(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", certPath, err)
+		return nil, fmt.Errorf("%s: %w", certName, err)
 	}
 	if !cert.IsCA || !cert.BasicConstraintsValid {
-		return nil, fmt.Errorf("%s: not a CA certificate", certPath)
+		return nil, fmt.Errorf("%s: not a CA certificate", certName)
 	}
 	key, err := helpers.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyPath, err)
+		return nil, fmt.Errorf("%s: %w", keyName, err)
 	}
 	pub, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyPath, err)
+		return nil, fmt.Errorf("%s: %w", keyName, err)
 	}
 	if !bytes.Equal(pub, cert.RawSubjectPublicKeyInfo) {
-		return nil, fmt.Errorf("%s is not the key of %s", keyPath, certPath)
+		return nil, fmt.Errorf("%s is not the key of %s", keyName, certName)
 	}
 	return &CA{Cert: cert, CertPEM: certPEM, Key: key}, nil
 }
