@@ -212,7 +212,8 @@ configure() {
   OCTAVIA_NETWORK_DRIVER=network_noop_driver render octavia.conf "$S/etc/octavia.conf"
   echo '[].' >"$S/etc/rabbitmq-plugins"
   if [[ ! -f $S/octavia/ca.pem ]]; then
-    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=realcloud-lab-ca \
+    # Octavia signs with an encrypted CA key only (an empty passphrase is "given").
+    openssl req -x509 -newkey rsa:2048 -passout pass:lab-ca-passphrase -days 30 -subj /CN=realcloud-lab-ca \
       -keyout "$S/octavia/ca.key" -out "$S/octavia/ca.pem" >/dev/null 2>&1
   fi
 }
