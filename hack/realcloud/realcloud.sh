@@ -120,6 +120,10 @@ wait_http() {
 down() {
   [[ -d ${S:-}/pids ]] || return 0
   local f pid name
+  if [[ -f $S/watchdog.pid ]]; then
+    kill -TERM -- "-$(cat "$S/watchdog.pid")" 2>/dev/null || true
+    rm -f "$S/watchdog.pid"
+  fi
   # The driver agent ignores SIGTERM.
   for f in "$S"/pids/*; do
     [[ -e $f ]] || continue
@@ -150,6 +154,16 @@ down() {
     umount /var/run/octavia || true
     rm -f "$S/octavia-run-mounted"
   fi
+}
+
+# start_watchdog: when REALCLOUD_OWNER_PID (the e2e test binary) exits
+# without stopping the cloud (a test timeout panics past every cleanup), the
+# cloud stops itself rather than outliving it in the namespace.
+start_watchdog() {
+  [[ -n ${REALCLOUD_OWNER_PID:-} ]] || return 0
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec setsid "$2" down "$3"' \
+    watchdog "$REALCLOUD_OWNER_PID" "$HERE/realcloud.sh" "$S" >>"$S/log/watchdog.log" 2>&1 </dev/null &
+  echo $! >"$S/watchdog.pid"
 }
 
 # --- checks ------------------------------------------------------------------
@@ -374,6 +388,7 @@ up() {
   check_ports
   local t0=$SECONDS
   configure
+  start_watchdog
   log "starting MariaDB, RabbitMQ, OVN"
   start_mariadb
   start_rabbitmq
