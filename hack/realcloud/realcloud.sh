@@ -26,7 +26,7 @@ ADMIN_PASS=admin-password
 # of the same name, in its own availability zone.
 HOSTS=(compute-1 compute-2)
 # name:port of every listener, checked free before anything starts.
-PORTS=(mariadb:3306 epmd:4369 rabbitmq:5672 rabbitmq-dist:25672 ovn-nb:6641 ovn-sb:6642
+PORTS=(mariadb:3306 rabbitmq:5672 rabbitmq-dist:25672 ovn-nb:6641 ovn-sb:6642
   keystone:5000 glance:9292 placement:8778 nova-api:8774 neutron:9696 octavia-api:9876
   octavia-health-manager:5555)
 
@@ -185,13 +185,16 @@ check_packages() {
 
 check_ports() {
   local p name port
-  ip addr show dev lo | grep -q "inet $IP/" || ip addr add "$IP/32" dev lo
+  [[ $(ip -o addr show dev lo) == *" inet $IP/"* ]] || ip addr add "$IP/32" dev lo
   for p in "${PORTS[@]}"; do
     name=${p%%:*} port=${p##*:}
     if (exec 3<>"/dev/tcp/$IP/$port") 2>/dev/null; then
       die "$IP:$port (for $name) is already in use: is another real cloud running in this namespace? (stop it with: $0 down STATE_DIR)"
     fi
   done
+  if (exec 3<>/dev/tcp/127.0.0.1/4369) 2>/dev/null; then
+    die "127.0.0.1:4369 (for epmd, RabbitMQ's port mapper) is already in use: is another real cloud running in this namespace?"
+  fi
 }
 
 # --- configuration -----------------------------------------------------------
@@ -249,15 +252,22 @@ start_mariadb() {
 }
 
 start_rabbitmq() {
-  start epmd epmd -address "$IP" -port 4369
-  wait_tcp epmd 4369 20
+  # Erlang nodes find epmd on the loopback; one started here (not as a
+  # daemon) stays in its process group and stops with the rest.
+  start epmd epmd -address 127.0.0.1 -port 4369
+  local i
+  for ((i = 0; i < 40; i++)); do
+    (exec 3<>/dev/tcp/127.0.0.1/4369) 2>/dev/null && break
+    alive epmd || fail epmd "exited before listening on 127.0.0.1:4369"
+    sleep 0.25
+  done
   # The library script runs as root (the Debian wrapper would drop to the
   # rabbitmq user); the node name and distribution stay on the lab address.
   EXTRA_ENV=(RABBITMQ_NODENAME=rabbit@localhost RABBITMQ_NODE_IP_ADDRESS="$IP" RABBITMQ_DIST_PORT=25672
     RABBITMQ_CONFIG_FILE="$S/etc/rabbitmq.conf" RABBITMQ_MNESIA_BASE="$S/rabbitmq/mnesia"
     RABBITMQ_LOG_BASE="$S/log" RABBITMQ_ENABLED_PLUGINS_FILE="$S/etc/rabbitmq-plugins"
     RABBITMQ_CONF_ENV_FILE=/dev/null RABBITMQ_PID_FILE="$S/rabbitmq/pid"
-    ERL_EPMD_ADDRESS="$IP" RABBITMQ_SERVER_ERL_ARGS="-kernel inet_dist_use_interface {$(tr . , <<<"$IP")}")
+    ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_SERVER_ERL_ARGS="-kernel inet_dist_use_interface {$(tr . , <<<"$IP")}")
   start rabbitmq /usr/lib/rabbitmq/bin/rabbitmq-server
 }
 
