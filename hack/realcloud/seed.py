@@ -11,6 +11,7 @@ converges instead of failing.
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -152,8 +153,16 @@ def cloud(conn):
         image = conn.create_image("lab-image", filename=path, disk_format="raw",
                                   container_format="bare", visibility="public", wait=True)
 
-    # One aggregate (availability zone) per compute host; adding a host
-    # needs its cell mapping, which the scheduler discovers periodically.
+    # A compute host takes servers only once it is mapped to its cell; the
+    # scheduler's periodic discovery comes too late for the first boot.
+    def computes_up():
+        up = {s.host for s in comp.services() if s.binary == "nova-compute" and s.state == "up"}
+        return all(h in up for h in HOSTS)
+    retry("nova-compute services up", computes_up, timeout=180)
+    subprocess.run(["nova-manage", "--config-file", os.path.join(STATE, "etc", "nova.conf"),
+                    "cell_v2", "discover_hosts"], check=True, stdout=sys.stdout, stderr=sys.stderr)
+
+    # One aggregate (availability zone) per compute host.
     zones = []
     for i, host in enumerate(HOSTS, start=1):
         az = "az-%d" % i
