@@ -14,7 +14,7 @@ FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lint bench demo fuzz soak clean help images release
+.PHONY: all build test unit e2e tools lint bench demo fuzz soak clean help images release realcloud realcloud-down
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -93,6 +93,12 @@ images: ## Reproducible OCI images (linux/amd64, arm64) of stackward-ccm and sta
 
 release: ## Push images and chart: make release REGISTRY=host/path [VERSION=vX.Y.Z] [PLAIN_HTTP=1].
 	@VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' PLAIN_HTTP='$(PLAIN_HTTP)' IMAGES='$(IMAGES)' hack/release.sh
+
+realcloud: ## Real OpenStack (Debian Zed) in a namespace of its own, left running; prints how to use the openstack CLI.
+	@hack/realcloud/lab.sh up $(REALCLOUD_DIR)
+
+realcloud-down: ## Stop `make realcloud`'s cloud: make realcloud-down REALCLOUD_DIR=<its directory>.
+	@hack/realcloud/lab.sh down $(REALCLOUD_DIR)
 
 clean: ## Remove build output (not the tools cache).
 	rm -rf $(BIN)

@@ -137,6 +137,12 @@ func (c *Cloud) WriteCloudConf(path, extra string) error {
 }
 
 func (c *Cloud) writeCloudConf(path, user, password, extra string) error {
+	return writeLabCloudConf(path, c.AuthURL, user, password, extra)
+}
+
+// writeLabCloudConf writes the lab's cloud.conf for either backend: the same
+// project, region and floating network names on both.
+func writeLabCloudConf(path, authURL, user, password, extra string) error {
 	conf := fmt.Sprintf(`[Global]
 auth-url = %s
 region = %s
@@ -148,7 +154,7 @@ tenant-domain-name = Default
 
 [Networking]
 public-network-name = %s
-%s`, c.AuthURL, LabRegion, user, password, FloatingNetwork, extra)
+%s`, authURL, LabRegion, user, password, FloatingNetwork, extra)
 	return os.WriteFile(path, []byte(conf), 0o600)
 }
 

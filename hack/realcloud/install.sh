@@ -3,6 +3,7 @@
 # runs, without letting their maintainer scripts start services or configure
 # databases: the lab configures and starts everything itself, inside its own
 # network namespace. Idempotent; needs root and the Debian package mirror.
+# With --check it only reports what is missing (exit status 1).
 set -euo pipefail
 
 PACKAGES=(
@@ -17,7 +18,7 @@ PACKAGES=(
   octavia-api octavia-worker octavia-health-manager octavia-housekeeping octavia-driver-agent
   python3-octavia python3-ovn-octavia-provider
   python3-openstackclient python3-octaviaclient
-  python3-pymysql
+  python3-pymysql curl openssl
 )
 
 missing=()
@@ -26,6 +27,10 @@ for p in "${PACKAGES[@]}"; do
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
+fi
+if [[ ${1:-} == --check ]]; then
+  echo "real cloud: missing Debian packages: ${missing[*]}" >&2
+  exit 1
 fi
 if [[ $(id -u) -ne 0 ]]; then
   echo "real cloud: missing Debian packages: ${missing[*]}" >&2

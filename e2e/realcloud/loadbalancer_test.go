@@ -1,0 +1,175 @@
+//go:build e2e
+
+package realcloud
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
+)
+
+// TestServiceLoadBalancerWithTheAmphoraProvider: a Service of type
+// LoadBalancer with lb-provider = amphora gets an ACTIVE load balancer whose
+// pool has every node as a member, its VIP as the Service's ingress, and
+// deleting the Service leaves no load balancer behind; on both clouds.
+func TestServiceLoadBalancerWithTheAmphoraProvider(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	for _, b := range backends(t) {
+		t.Run(b.cloud.Name(), func(t *testing.T) { amphoraService(t, cp, b) })
+	}
+}
+
+func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
+	cloud := b.cloud
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	var nodeIPs []string
+	for i := range 2 {
+		idx := b.firstNode + 20 + i
+		name := fmt.Sprintf("%s-lb-%d", cloud.Name(), i)
+		cloud.CreateServer(t, name, idx, "m1.small", "az-1")
+		// Deleted after its kubelet stopped: the next test on the shared
+		// control plane must not see it as a member.
+		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
+		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
+	}
+	// No floating IP: the VIP itself is the ingress.
+	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = amphora\n")
+	cp.StartCCM(ctx, t, conf)
+	for i := range 2 {
+		name := fmt.Sprintf("%s-lb-%d", cloud.Name(), i)
+		if _, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
+			return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint)
+		}); err != nil {
+			t.Fatalf("node %s not initialized: %v", name, err)
+		}
+	}
+	octavia := octaviaClient(ctx, t, conf)
+
+	ns := "amphora-" + cloud.Name()
+	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{
+			"service.beta.kubernetes.io/openstack-internal-load-balancer": "true",
+		}},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	svc, err := cp.Admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbName := "kube_service_lab_" + ns + "_web"
+
+	t.Run("the Service gets an ACTIVE amphora load balancer with every node as a member and its VIP as ingress", func(t *testing.T) {
+		var ingress string
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			s, err := cp.Admin.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+				return false, nil
+			}
+			svc, ingress = s, s.Status.LoadBalancer.Ingress[0].IP
+			return ingress != "", nil
+		})
+		if err != nil {
+			t.Fatalf("service got no ingress: %v", err)
+		}
+		lbs := listLBs(ctx, t, octavia, lbName)
+		if len(lbs) != 1 {
+			t.Fatalf("%d load balancers named %s, want 1", len(lbs), lbName)
+		}
+		lb := lbs[0]
+		if lb.ProvisioningStatus != "ACTIVE" || lb.Provider != "amphora" || lb.VipAddress != ingress {
+			t.Errorf("load balancer status %s provider %s VIP %s; want ACTIVE, amphora, the ingress %s", lb.ProvisioningStatus, lb.Provider, lb.VipAddress, ingress)
+		}
+		if len(lb.Pools) != 1 {
+			t.Fatalf("load balancer has %d pools, want 1", len(lb.Pools))
+		}
+		pages, err := pools.ListMembers(octavia, lb.Pools[0].ID, nil).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members, err := pools.ExtractMembers(pages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range members {
+			got = append(got, fmt.Sprintf("%s:%d", m.Address, m.ProtocolPort))
+		}
+		var want []string
+		for _, ip := range nodeIPs {
+			want = append(want, fmt.Sprintf("%s:%d", ip, svc.Spec.Ports[0].NodePort))
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("members %v, want %v", got, want)
+		}
+	})
+
+	t.Run("deleting the Service deletes its load balancer", func(t *testing.T) {
+		if err := cp.Admin.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			return len(listLBs(ctx, t, octavia, lbName)) == 0, nil
+		})
+		if err != nil {
+			t.Fatalf("load balancer %s still there: %v", lbName, err)
+		}
+	})
+}
+
+// octaviaClient is Octavia as the CCM's user sees it, from its cloud.conf.
+func octaviaClient(ctx context.Context, t *testing.T, conf string) *gophercloud.ServiceClient {
+	t.Helper()
+	cfg, _, err := config.Load(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oct, err := clients.ServiceClient("load-balancer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oct.ResourceBase = oct.Endpoint + "v2/"
+	return oct
+}
+
+func listLBs(ctx context.Context, t *testing.T, c *gophercloud.ServiceClient, name string) []loadbalancers.LoadBalancer {
+	t.Helper()
+	pages, err := loadbalancers.List(c, loadbalancers.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("list load balancers: %v", err)
+	}
+	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lbs
+}
