@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/gophercloud/gophercloud/v2"
 )
 
 // fakeOctavia is Octavia in memory. Every call is recorded by name; every
@@ -340,9 +338,9 @@ type fakeNeutron struct {
 	external []string
 	subnets  map[string]string // fixed IP -> subnet
 	nextID   int
-	// floating subnets (networks_test.go) and those with no free address
+	// floating subnets (networks_test.go); a full one is tested against
+	// the simulator (networks_full_sim_test.go)
 	floatingSubnets []Subnet
-	full            map[string]bool
 }
 
 func newFakeNeutron() *fakeNeutron {
@@ -366,9 +364,6 @@ func (n *fakeNeutron) CreateFloatingIP(_ context.Context, fip FloatingIP) (*Floa
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, "create_floatingip")
-	if n.full[fip.SubnetID] {
-		return nil, gophercloud.ErrUnexpectedResponseCode{Actual: 409}
-	}
 	n.nextID++
 	fip.ID = fmt.Sprintf("fip-%d", n.nextID)
 	if fip.Address == "" {

@@ -43,7 +43,6 @@ func withFloatingSubnets(net *fakeNeutron) *fakeNeutron {
 		{ID: "s-pub-2", Name: "public-v4-2", Tags: []string{"public", "v4"}},
 		{ID: "s-dmz", Name: "dmz-7", Tags: []string{"dmz"}},
 	}
-	net.full = map[string]bool{}
 	return net
 }
 
@@ -63,28 +62,24 @@ func TestTheFloatingSubnetIsChosenAsUpstreamDoes(t *testing.T) {
 		name        string
 		annotations map[string]string
 		cfg         func(*config.LoadBalancer)
-		full        []string
 		want        string
 	}{
-		{"by name", map[string]string{AnnotationFloatingSubnet: "dmz-7"}, nil, nil, "s-dmz"},
-		{"by glob, the first with a free address", map[string]string{AnnotationFloatingSubnet: "public-*"}, nil, []string{"s-pub-1"}, "s-pub-2"},
-		{"by regexp", map[string]string{AnnotationFloatingSubnet: "~dmz-[0-9]+"}, nil, nil, "s-dmz"},
-		{"negated", map[string]string{AnnotationFloatingSubnet: "!public-*"}, nil, nil, "s-dmz"},
-		{"by any tag", map[string]string{AnnotationFloatingSubnetTags: "dmz,other"}, nil, nil, "s-dmz"},
-		{"by all tags", map[string]string{AnnotationFloatingSubnetTags: "&public,v4"}, nil, nil, "s-pub-1"},
-		{"by no tag", map[string]string{AnnotationFloatingSubnetTags: "!public"}, nil, nil, "s-dmz"},
-		{"the config's pattern is the default", nil, func(c *config.LoadBalancer) { c.FloatingSubnet = "dmz-*" }, nil, "s-dmz"},
-		{"the annotation's ID wins over a pattern", map[string]string{AnnotationFloatingSubnetID: "s-pub-2", AnnotationFloatingSubnet: "dmz-7"}, nil, nil, "s-pub-2"},
+		{"by name", map[string]string{AnnotationFloatingSubnet: "dmz-7"}, nil, "s-dmz"},
+		{"by glob, the first that matches", map[string]string{AnnotationFloatingSubnet: "public-*"}, nil, "s-pub-1"},
+		{"by regexp", map[string]string{AnnotationFloatingSubnet: "~dmz-[0-9]+"}, nil, "s-dmz"},
+		{"negated", map[string]string{AnnotationFloatingSubnet: "!public-*"}, nil, "s-dmz"},
+		{"by any tag", map[string]string{AnnotationFloatingSubnetTags: "dmz,other"}, nil, "s-dmz"},
+		{"by all tags", map[string]string{AnnotationFloatingSubnetTags: "&public,v4"}, nil, "s-pub-1"},
+		{"by no tag", map[string]string{AnnotationFloatingSubnetTags: "!public"}, nil, "s-dmz"},
+		{"the config's pattern is the default", nil, func(c *config.LoadBalancer) { c.FloatingSubnet = "dmz-*" }, "s-dmz"},
+		{"the annotation's ID wins over a pattern", map[string]string{AnnotationFloatingSubnetID: "s-pub-2", AnnotationFloatingSubnet: "dmz-7"}, nil, "s-pub-2"},
 		{"a class wins over the annotations", map[string]string{AnnotationClass: "dmz", AnnotationFloatingSubnetID: "s-pub-2"},
 			func(c *config.LoadBalancer) {
 				c.Classes = map[string]*config.LBClass{"dmz": {FloatingSubnetTags: "dmz"}}
-			}, nil, "s-dmz"},
+			}, "s-dmz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			oct, net := newFakeOctavia(), withFloatingSubnets(newFakeNeutron())
-			for _, s := range tc.full {
-				net.full[s] = true
-			}
 			m := newManager(oct, net)
 			if tc.cfg != nil {
 				tc.cfg(&m.Config)
