@@ -3,7 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +44,8 @@ func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB,
 
 // StartExtraControlPlaneNode is a further control-plane host's kubelet
 // (the i-th, from 1): node control-plane-<i+1> on 198.18.255.<i+1>, marked
-// by kubeadm's mark-control-plane phase with kubeadm's default label and
-// taint. The lab runs one apiserver; these hosts give the cluster the node
+// by kubeadm's mark-control-plane phase with kubeadm's label and
+// taint from the lab's configuration. The lab runs one apiserver; these hosts give the cluster the node
 // shape of a three-host control plane.
 func (cp *ControlPlane) StartExtraControlPlaneNode(ctx context.Context, t testing.TB, cloud *Cloud, i int) (*Node, cloudsim.Server) {
 	t.Helper()
@@ -68,13 +70,21 @@ func (cp *ControlPlane) startControlPlaneHost(ctx context.Context, t testing.TB,
 	if _, err := cp.WaitForNode(ctx, name, time.Minute, func(*corev1.Node) bool { return true }); err != nil {
 		t.Fatalf("the kubelet of control-plane host %s did not register: %v\n%s", name, err, node.Process.Tail(4000))
 	}
-	args := []string{"init", "phase", "mark-control-plane"}
-	if first {
-		args = append(args, "--config", filepath.Join(cp.Dir, "kubeadm.yaml"))
-	} else {
-		args = append(args, "--node-name", name) // kubeadm's default taints
+	cfg := filepath.Join(cp.Dir, "kubeadm.yaml")
+	if !first {
+		// The lab's configuration under the host's node name (the address
+		// stays the one apiserver's, which kubeadm talks to).
+		data, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = filepath.Join(cp.Dir, "kubeadm-"+name+".yaml")
+		host := strings.Replace(string(data), "name: "+ControlPlaneNodeName+"\n", "name: "+name+"\n", 1)
+		if err := os.WriteFile(cfg, []byte(host), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := run(filepath.Join(cp.toolsDir, "kubeadm"), args...); err != nil {
+	if _, err := run(filepath.Join(cp.toolsDir, "kubeadm"), "init", "phase", "mark-control-plane", "--config", cfg); err != nil {
 		t.Fatalf("kubeadm init phase mark-control-plane: %v", err)
 	}
 	return node, srv
