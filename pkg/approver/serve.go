@@ -141,10 +141,12 @@ func newHealthServer(s *Serving, gatherer prometheus.Gatherer, live, ready []hea
 	}
 	var authn genericserver.AuthenticationInfo
 	if err := s.Authentication.ApplyTo(&authn, info, nil); err != nil {
+		_ = info.Listener.Close()
 		return nil, fmt.Errorf("delegated authentication: %w", err)
 	}
 	var authz genericserver.AuthorizationInfo
 	if err := s.Authorization.ApplyTo(&authz); err != nil {
+		_ = info.Listener.Close()
 		return nil, fmt.Errorf("delegated authorization: %w", err)
 	}
 	m := mux.NewPathRecorderMux("stackward-approver")

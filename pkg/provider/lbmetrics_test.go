@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cloud-provider/api"
+
+	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
 func TestLoadBalancerReconcilesAreTimedByOutcome(t *testing.T) {
@@ -83,4 +88,35 @@ func gathered(t *testing.T, reg *prometheus.Registry) string {
 		}
 	}
 	return b.String()
+}
+
+// TestEveryLoadBalancerCallIsMeasured: the service controller's calls go
+// through the provider's hook, which records each one, failures included
+// (here the apiserver cannot tell the cluster UID).
+func TestEveryLoadBalancerCallIsMeasured(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := newLBMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noUID := func(context.Context) (string, error) { return "", errors.New("no apiserver client") }
+	lbs := &loadBalancers{m: &loadbalancer.Manager{ClusterUID: noUID}, metrics: m}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	ctx := context.Background()
+	if _, err := lbs.EnsureLoadBalancer(ctx, "lab", svc, nil); err == nil {
+		t.Error("EnsureLoadBalancer succeeded without a cluster UID")
+	}
+	if err := lbs.UpdateLoadBalancer(ctx, "lab", svc, nil); err == nil {
+		t.Error("UpdateLoadBalancer succeeded without a cluster UID")
+	}
+	if err := lbs.EnsureLoadBalancerDeleted(ctx, "lab", svc); err == nil {
+		t.Error("EnsureLoadBalancerDeleted succeeded without a cluster UID")
+	}
+	got := gathered(t, reg)
+	for _, op := range []string{"ensure", "update", "delete"} {
+		if want := `stackward_service_lb_reconcile_duration_seconds_count{operation="` + op + `",outcome="error"} 1`; !strings.Contains(got, want) {
+			t.Errorf("metrics do not have %s:\n%s", want, got)
+		}
+	}
 }
