@@ -55,7 +55,9 @@ when it is not on loopback (a token only over HTTPS). */}}
   {{- end }}
   tlsConfig:
     insecureSkipVerify: {{ $cfg.ccm.insecureSkipVerify }}
-  {{- include "stackward.monitorRelabelings" $cfg | nindent 2 }}
+  {{- with include "stackward.monitorRelabelings" $cfg | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
 {{- if include "stackward.approverScrapable" $root }}
 - port: approver-http
   path: /metrics
@@ -67,7 +69,9 @@ when it is not on loopback (a token only over HTTPS). */}}
   tlsConfig:
     insecureSkipVerify: {{ $cfg.ccm.insecureSkipVerify }}
   {{- end }}
-  {{- include "stackward.monitorRelabelings" $cfg | nindent 2 }}
+  {{- with include "stackward.monitorRelabelings" $cfg | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
 {{- end }}
 {{- end -}}
 
