@@ -11,13 +11,17 @@ import (
 type table [][]string
 
 // tableAfter returns the first table after the line that is exactly
-// heading (e.g. "## Values") in a Markdown document.
+// heading (e.g. "## Values") in a Markdown document; heading may also be
+// the table's own header row.
 func tableAfter(doc, heading string) (table, error) {
 	lines := strings.Split(doc, "\n")
 	start := -1
 	for i, l := range lines {
 		if strings.TrimSpace(l) == heading {
 			start = i + 1
+			if strings.HasPrefix(heading, "|") {
+				start = i // the header row starts the table
+			}
 			break
 		}
 	}
