@@ -73,7 +73,7 @@ func TestChartConventions(t *testing.T) {
 				}
 			}
 		}},
-		{"nameOverride and commonLabels label every object and the selector stays the chart's", "global", func(t *testing.T, r rendered) {
+		{"nameOverride and commonLabels label every object, podLabels win on the pods", "global", func(t *testing.T, r rendered) {
 			for _, o := range r.objects {
 				l := o.Metadata.Labels
 				if l["example.com/team"] != "platform" || l["example.com/cost-center"] != "4711" || l["app.kubernetes.io/name"] != "openstack-ccm" {
@@ -83,7 +83,8 @@ func TestChartConventions(t *testing.T) {
 					t.Errorf("Deployment %s: want the release name and nameOverride", o.Metadata.Name)
 				}
 			}
-			if l := r.pod.Labels; l["app.kubernetes.io/component"] != "cloud-controller-manager" || l["example.com/team"] != "platform" {
+			// podLabels win over commonLabels on the pods.
+			if l := r.pod.Labels; l["app.kubernetes.io/component"] != "cloud-controller-manager" || l["example.com/team"] != "control-plane" || l["example.com/cost-center"] != "4711" {
 				t.Errorf("pod labels %v", l)
 			}
 		}},

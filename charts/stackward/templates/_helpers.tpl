@@ -42,14 +42,48 @@ serving CSRs, and nothing of the CCM's (no Node writes). */}}
 keys the chart sets itself (a duplicate key would make invalid YAML, and the
 selector labels must stay the chart's). */}}
 {{- define "stackward.labels" -}}
+{{- include "stackward.ownLabels" . }}
+{{- with include "stackward.userLabels" (list .Values.commonLabels) | fromYaml }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "stackward.ownLabels" -}}
 app.kubernetes.io/name: {{ include "stackward.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{- with omit (.Values.commonLabels | default dict) "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "helm.sh/chart" "app.kubernetes.io/component" }}
+{{- end -}}
+
+{{/* The keys of the chart's own labels, which no user label may repeat. */}}
+{{- define "stackward.ownLabelKeys" -}}
+app.kubernetes.io/name app.kubernetes.io/instance app.kubernetes.io/version app.kubernetes.io/managed-by helm.sh/chart app.kubernetes.io/component
+{{- end -}}
+
+{{/* The pods' labels: the chart's, then commonLabels, then podLabels,
+which win over commonLabels for the same key. */}}
+{{- define "stackward.podLabels" -}}
+{{- include "stackward.ownLabels" . }}
+app.kubernetes.io/component: cloud-controller-manager
+{{- with include "stackward.userLabels" (list .Values.commonLabels .Values.podLabels) | fromYaml }}
 {{ toYaml . }}
 {{- end }}
+{{- end -}}
+
+{{/* User label maps merged in order (a later one wins), without the
+chart's own keys; YAML, as include can only return text. */}}
+{{- define "stackward.userLabels" -}}
+{{- $own := include "stackward.ownLabelKeys" . | splitList " " -}}
+{{- $out := dict -}}
+{{- range . -}}
+{{- range $k, $v := . -}}
+{{- if not (has $k $own) -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
 
 {{/* Labels that select the pods: stable across upgrades. */}}
