@@ -173,8 +173,9 @@ Flux's do this). */}}
 {{- end -}}
 {{- end -}}
 
-{{/* The approver's own Secrets: its separate cloud config, the signer's
-CA and its ServiceAccount token Secret (the chart's, hashed as rendered). */}}
+{{/* The approver's own Secrets: its ServiceAccount token Secret (by
+name: the token controller fills it, the chart renders only the name), its
+separate cloud config and the signer's CA. */}}
 {{- define "stackward.approverConfigChecksum" -}}
 {{- $a := .Values.approver -}}
 {{- $parts := list (include "stackward.approverTokenSecret" .) -}}
