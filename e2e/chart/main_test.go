@@ -67,10 +67,14 @@ func helm(t *testing.T, bin string, args ...string) (string, string, error) {
 }
 
 // helmTemplate renders the chart as release framework.ChartRelease in
-// kube-system with a values file.
+// kube-system with a values file ("" for none) and further arguments.
 func helmTemplate(t *testing.T, bin, valuesFile string, extra ...string) string {
 	t.Helper()
-	args := append([]string{"template", framework.ChartRelease, chartDir(), "--namespace", framework.ChartNamespace, "-f", valuesFile}, extra...)
+	args := []string{"template", framework.ChartRelease, chartDir(), "--namespace", framework.ChartNamespace}
+	if valuesFile != "" {
+		args = append(args, "-f", valuesFile)
+	}
+	args = append(args, extra...)
 	out, stderr, err := helm(t, bin, args...)
 	if err != nil {
 		t.Fatalf("%s template -f %s: %v\n%s", bin, valuesFile, err, stderr)

@@ -129,6 +129,13 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"an out-of-range port is rejected", "ccm.securePort=70000", []string{"/ccm/securePort"}},
 		{"an existing Secret and inline contents conflict", "cloudConfig.existingSecret=mine,cloudConfig.contents=[Global]", []string{"existingSecret cannot be combined with contents"}},
 		{"inline contents and structured config conflict", "cloudConfig.contents=[Global],cloudConfig.config.Route.router-id=r1", []string{"set contents or config, not both"}},
+		{"an unknown LoadBalancerClass key is rejected", "cloudConfig.config.LoadBalancerClass.dmz.lb-method=ROUND_ROBIN", []string{"/cloudConfig/config/LoadBalancerClass/dmz", "'lb-method' not allowed"}},
+		{"an image digest that is no digest is rejected", "ccm.image.digest=v1.2.3", []string{"/ccm/image/digest"}},
+		{"an environment variable without a name is rejected", "extraEnv[0].value=x", []string{"/extraEnv/0", "name"}},
+		{"a host alias without hostnames is rejected", "hostAliases[0].ip=192.0.2.1", []string{"/hostAliases/0", "hostnames"}},
+		{"a relabeling with an unknown action is rejected", "podMonitor.relabelings[0].action=delete", []string{"/podMonitor/relabelings/0/action"}},
+		{"a volume mount without a path is rejected", "extraVolumeMounts[0].name=x", []string{"/extraVolumeMounts/0", "mountPath"}},
+		{"a fullnameOverride that is no DNS label is rejected", "fullnameOverride=Stack_Ward", []string{"/fullnameOverride"}},
 	}
 	for _, bin := range []string{"helm3", "helm4"} {
 		for _, tt := range tests {
@@ -154,16 +161,29 @@ type rendered struct {
 	workload string
 	secrets  map[string]corev1.Secret
 	tokens   []corev1.Secret
+	objects  []object
 }
 
-func render(t *testing.T, valuesFile string) rendered {
+// object is any rendered document: what every object has, and its text.
+type object struct {
+	Kind     string
+	Metadata struct {
+		Name   string
+		Labels map[string]string
+	}
+	doc string
+}
+
+func render(t *testing.T, valuesFile string, extra ...string) rendered {
 	t.Helper()
 	r := rendered{kinds: map[string]int{}, secrets: map[string]corev1.Secret{}}
-	for _, doc := range documents(helmTemplate(t, "helm3", valuesFile)) {
-		var meta struct{ Kind string }
+	for _, doc := range documents(helmTemplate(t, "helm3", valuesFile, extra...)) {
+		var meta object
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatalf("%v in\n%s", err, doc)
 		}
+		meta.doc = doc
+		r.objects = append(r.objects, meta)
 		r.kinds[meta.Kind]++
 		switch meta.Kind {
 		case "Deployment":
@@ -262,8 +282,15 @@ func TestRenderedPodIsHardened(t *testing.T) {
 					t.Errorf("container %s has credentials from volume %q, want %q", c.Name, mounted, want)
 				}
 				if c.Name == "approver" {
-					if len(r.tokens) != 1 || r.tokens[0].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
-						t.Errorf("approver token Secrets %+v: want one, for a ServiceAccount other than the pod's %s", r.tokens, spec.ServiceAccountName)
+					var tokenSecret string
+					for _, v := range spec.Volumes {
+						if v.Name == "approver-token" && v.Secret != nil {
+							tokenSecret = v.Secret.SecretName
+						}
+					}
+					i := slices.IndexFunc(r.tokens, func(s corev1.Secret) bool { return s.Name == tokenSecret })
+					if i < 0 || r.tokens[i].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
+						t.Errorf("approver token Secret %q among %+v: want one, for a ServiceAccount other than the pod's %s", tokenSecret, r.tokens, spec.ServiceAccountName)
 					}
 					for _, want := range []string{"--bind-address=$(POD_IP)", "--secure-port=10263", "--service-cidr=10.96.0.0/12"} {
 						if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
@@ -345,6 +372,13 @@ func TestStructuredCloudConfigParses(t *testing.T) {
 	}
 	if cfg.LoadBalancer.MonitorMaxRetries != 2 {
 		t.Errorf("monitor-max-retries %d", cfg.LoadBalancer.MonitorMaxRetries)
+	}
+	// LoadBalancerClass: class name → keys becomes [LoadBalancerClass "name"].
+	if c := cfg.LoadBalancer.Classes["internetFacing"]; c == nil || c.FloatingNetworkID != "0a1b2c3d-0000-4000-8000-000000000001" || c.FloatingSubnet != "~^public-.*$" {
+		t.Errorf("class internetFacing %+v\n%s", c, data)
+	}
+	if c := cfg.LoadBalancer.Classes["dmz"]; c == nil || c.SubnetID != "0a1b2c3d-0000-4000-8000-000000000002" || c.MemberSubnetID != "0a1b2c3d-0000-4000-8000-000000000003" {
+		t.Errorf("class dmz %+v\n%s", c, data)
 	}
 	if ca := s.Data["ca.crt"]; !bytes.Contains(ca, []byte("BEGIN CERTIFICATE")) {
 		t.Errorf("extraFiles ca.crt missing: %q", base64.StdEncoding.EncodeToString(ca))

@@ -143,6 +143,6 @@ func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 // ProviderName is "openstack", the scheme of the providerIDs.
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID is true: load balancer names (later) carry the --cluster-name,
+// HasClusterID is true: load balancer names carry the --cluster-name,
 // so two clusters in one project cannot take each other's resources.
 func (c *Cloud) HasClusterID() bool { return true }

@@ -1,6 +1,8 @@
 // Package provider is Stackward's "openstack" cloudprovider.Interface: what
-// k8s.io/cloud-provider's controllers ask the cloud about nodes (and later
-// load balancers and routes).
+// k8s.io/cloud-provider's controllers ask the cloud about nodes (Cloud,
+// built by New) and, with WithServices, about Services of type
+// LoadBalancer (Octavia, pkg/loadbalancer) and routes (Neutron,
+// pkg/routes).
 //
 // It is built explicitly by New from an already loaded config and already
 // built OpenStack clients, so a test or the e2e suite can run it against a
