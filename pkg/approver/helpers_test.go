@@ -195,7 +195,8 @@ func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName st
 func derivedView(srv *openstack.Server) nodeaddress.CloudView {
 	v := nodeaddress.CloudView{Server: srv}
 	for _, name := range slices.Sorted(maps.Keys(srv.Addresses)) {
-		p := openstack.Port{ID: "port-" + srv.ID + "-" + name, DeviceID: srv.ID, ProjectID: testProject, NetworkID: "net-" + name}
+		p := openstack.Port{ID: "port-" + srv.ID + "-" + name, DeviceID: srv.ID, ProjectID: testProject, NetworkID: "net-" + name,
+			Status: openstack.PortStatusActive, BindingHostID: "compute-1", BindingHostKnown: true}
 		for _, a := range srv.Addresses[name] {
 			if a.Type != openstack.AddressFloating {
 				p.FixedIPs = append(p.FixedIPs, openstack.FixedIP{IPAddress: a.Addr})

@@ -59,23 +59,19 @@ func (n *gopherNetwork) ServerPorts(ctx context.Context, serverID, projectID str
 	if serverID == "" {
 		return nil, fmt.Errorf("ports of server: empty server ID")
 	}
-	var list []ports.Port
+	var list []Port
 	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
 		pages, err := ports.List(n.client, ports.ListOpts{DeviceID: serverID, ProjectID: projectID}).AllPages(ctx)
 		if err != nil {
 			return err
 		}
-		list, err = ports.ExtractPorts(pages)
+		list, err = extractPorts(pages)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list ports of server %q in project %q: %w", serverID, projectID, err)
 	}
-	out := make([]Port, 0, len(list))
-	for _, p := range list {
-		out = append(out, toPort(p))
-	}
-	return out, nil
+	return list, nil
 }
 
 // multiQuery is a list query repeating one key (Neutron ORs the values).

@@ -86,21 +86,17 @@ func (n *gopherNetwork) PortsOfServers(ctx context.Context, serverIDs []string, 
 	case len(serverIDs) == 0:
 		return nil, nil
 	}
-	var list []ports.Port
+	var list []Port
 	err := n.caller.Do(ctx, ServiceNetwork, "list_ports", func(ctx context.Context) error {
 		pages, err := ports.List(n.client, portsQuery{projectID: projectID, deviceIDs: serverIDs}).AllPages(ctx)
 		if err != nil {
 			return err
 		}
-		list, err = ports.ExtractPorts(pages)
+		list, err = extractPorts(pages)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list ports of %d servers in project %q: %w", len(serverIDs), projectID, err)
 	}
-	out := make([]Port, 0, len(list))
-	for _, p := range list {
-		out = append(out, toPort(p))
-	}
-	return out, nil
+	return list, nil
 }
