@@ -108,6 +108,13 @@ type Controller struct {
 	// certificate's write not yet arrived), and it must not be signed and
 	// written twice. Forgotten when the request is deleted.
 	issued sync.Map // CSR name → struct{}
+	// oversize holds, by UID, the size of each pending request whose body
+	// the cache dropped for being larger than a kubelet ever sends: it is
+	// denied from this alone, and a flood of them costs no memory.
+	oversize sync.Map // oversizeKey → int
+	// reported holds the misconfigurations already logged and recorded
+	// (a control-plane endpoint that is a node's address), once each.
+	reported sync.Map // message → struct{}
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -174,6 +181,23 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	if err := nodeInf.Informer().SetTransform(slimNode); err != nil {
 		return nil, fmt.Errorf("new approver: node transform: %w", err)
 	}
+	if err := c.csrInformer.SetTransform(c.slimCSR); err != nil {
+		return nil, fmt.Errorf("new approver: CSR transform: %w", err)
+	}
+	// A request waits for its Node (checkInstance); the Node's arrival,
+	// or its providerID set by the CCM, is when to look again.
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.onNode,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := obj.(*corev1.Node)
+			if ok1 && ok2 && o.Spec.ProviderID != n.Spec.ProviderID {
+				c.onNode(obj)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("new approver: node handler: %w", err)
+	}
 	c.csrs, c.nodes = csrInf.Lister(), nodeInf.Lister()
 	c.synced = []cache.InformerSynced{c.csrInformer.HasSynced, nodeInf.Informer().HasSynced}
 	if _, err := c.csrInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -198,6 +222,52 @@ func slimNode(obj any) (any, error) {
 		return n, nil
 	}
 	return obj, nil
+}
+
+// maxRequestBytes is the largest spec.request looked at: a kubelet's
+// (PEM, one key, its names and addresses) is under 2 KiB even with RSA
+// 4096; anything much larger is padding.
+const maxRequestBytes = 16 << 10
+
+// slimCSR keeps in the cache only what decisions read: no managed fields,
+// no request body once the request is decided (unless the built-in signer
+// still has to sign it), and none of an oversize pending request (its
+// size is kept aside and it is denied for it).
+func (c *Controller) slimCSR(obj any) (any, error) {
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return obj, nil
+	}
+	csr.ManagedFields = nil
+	switch {
+	case isPending(csr):
+		if n := len(csr.Spec.Request); n > maxRequestBytes {
+			c.oversize.Store(oversizeKey(csr), n)
+			csr.Spec.Request = nil
+		}
+	case c.opts.Signer != nil && awaitsOurSignature(csr):
+	default:
+		csr.Spec.Request = nil
+		c.oversize.Delete(oversizeKey(csr))
+	}
+	return csr, nil
+}
+
+// oversizeKey names one request: its UID and name (a request of the same
+// name created again is another one).
+func oversizeKey(csr *certificatesv1.CertificateSigningRequest) string {
+	return string(csr.UID) + "/" + csr.Name
+}
+
+// onNode queues the pending requests of a Node's kubelet.
+func (c *Controller) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	for _, csr := range c.pendingOf(nodeUserPrefix + n.Name) {
+		c.queue.Add(csr.Name)
+	}
 }
 
 func (c *Controller) getNode(_ context.Context, name string) (*corev1.Node, error) {
@@ -239,13 +309,17 @@ func (c *Controller) onChange(obj any) {
 		c.queue.Add(csr.Name)
 		return
 	}
+	c.oversize.Delete(oversizeKey(csr))
 	c.dryRunPending.Delete(csr.Name)
 	c.waiting.Delete(csr.Name)
 	if _, still, _ := c.csrInformer.GetIndexer().GetByKey(csr.Name); !still {
 		c.issued.Delete(csr.Name)
 	}
 	if c.opts.MaxPendingPerNode > 0 {
-		for _, other := range c.pendingOf(csr.Spec.Username) {
+		// Only the oldest few can be decided next: queueing all of a
+		// flooding node's requests at every decision is quadratic.
+		pending := c.pendingOf(csr.Spec.Username)
+		for _, other := range pending[:min(len(pending), c.opts.MaxPendingPerNode)] {
 			c.queue.Add(other.Name)
 		}
 	}

@@ -42,14 +42,21 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		pending := c.pendingOf(csr.Spec.Username)
 		if i := indexOf(pending, name); i >= limit || (i < 0 && len(pending) >= limit) {
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
-			logger.Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
+			// Debug level: a flooding node defers thousands of requests.
+			logger.V(4).Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
 				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
 			return nil
 		}
 	}
 
 	start := c.now()
-	d, err := c.evaluator.Evaluate(ctx, csr)
+	var d Decision
+	if n, big := c.oversize.Load(oversizeKey(csr)); big && len(csr.Spec.Request) == 0 {
+		// The cache dropped the body; its size alone decides.
+		d, err = tooLarge(n.(int))
+	} else {
+		d, err = c.evaluator.Evaluate(ctx, csr)
+	}
 	if err != nil {
 		c.metrics.observe(outcomeRequeued, reasonCouldNotCheck, c.now().Sub(start).Seconds())
 		// One Event and one log line per outage, not per retry: a cloud
@@ -67,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	evaluated := c.now()
 	c.metrics.steps.WithLabelValues(stepEvaluate).Observe(evaluated.Sub(start).Seconds())
 	var outcome string
+	quiet := false // a recheck that found the same: logged at debug level
 	if d.Verdict != Wait {
 		c.waiting.Delete(name)
 	}
@@ -75,6 +83,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		outcome = outcomeWaiting
 		if last, seen := c.waiting.Swap(name, d.Message); !seen || last != d.Message {
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Left pending: "+d.Message)
+		} else {
+			quiet = true
 		}
 		c.queue.AddAfter(name, c.opts.WaitRecheck)
 	case Approve:
@@ -86,6 +96,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			}
 			c.events.fold(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 		}
+		c.reportWarnings(ctx, csr, d)
 		if c.opts.Signer != nil && approved != nil {
 			if err := c.sign(ctx, approved); err != nil {
 				return c.updateFailed(ctx, start, err)
@@ -120,7 +131,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	elapsed := end.Sub(start)
 	c.metrics.observe(outcome, d.Reason, elapsed.Seconds())
-	logger.Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
+	logger.V(logLevel(quiet)).Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
 	return nil
 }
 
@@ -164,4 +175,23 @@ func indexOf(csrs []*certificatesv1.CertificateSigningRequest, name string) int 
 		}
 	}
 	return -1
+}
+
+// reportWarnings logs and records each misconfiguration a decision found
+// once per process (every later request of that node would repeat it).
+func (c *Controller) reportWarnings(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, d Decision) {
+	for _, w := range d.Warnings {
+		if _, seen := c.reported.LoadOrStore(w.Message, struct{}{}); seen {
+			continue
+		}
+		klog.FromContext(ctx).Info("Misconfiguration", "reason", w.Reason, "message", w.Message)
+		c.recorder.Event(csr, corev1.EventTypeWarning, w.Reason, w.Message)
+	}
+}
+
+func logLevel(quiet bool) int {
+	if quiet {
+		return 4
+	}
+	return 0
 }
