@@ -86,15 +86,15 @@ func (s *ServingSigner) Sign(a Approved) ([]byte, error) {
 	}
 	whitelist := regexp.MustCompile("^(" + strings.Join(quoted, "|") + ")$")
 	profile := &config.SigningProfile{
-		Usage:         []string{"digital signature", "server auth"},
-		Expiry:        lifetime,
-		ExpiryString:  lifetime.String(),
-		Backdate:      5 * time.Minute,
-		CAConstraint:  config.CAConstraint{IsCA: false},
+		Usage:        []string{"digital signature", "server auth"},
+		Expiry:       lifetime,
+		ExpiryString: lifetime.String(),
+		Backdate:     5 * time.Minute,
+		CAConstraint: config.CAConstraint{IsCA: false},
 		// Subject is not copied: the issued subject is built from the
 		// approved CN and O alone (cfssl fills only empty fields from the
 		// request, so copying it would keep e.g. OU=system:masters).
-		CSRWhitelist: &config.CSRWhitelist{PublicKeyAlgorithm: true, PublicKey: true, SignatureAlgorithm: true},
+		CSRWhitelist:  &config.CSRWhitelist{PublicKeyAlgorithm: true, PublicKey: true, SignatureAlgorithm: true},
 		NameWhitelist: whitelist,
 	}
 	policy := &config.Signing{Profiles: map[string]*config.SigningProfile{}, Default: profile}
