@@ -148,8 +148,9 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 			"Without it only the bare node name, server name and Hostname addresses are allowed. Also lets a node whose name is\n"+
 			"<server name>.<suffix> vouch for that server.")
 	fs.DurationVar(&cfg.MaxExpiration, "max-expiration", 0,
-		"Deny requests whose spec.expirationSeconds asks for longer than this (e.g. 720h). 0: no cap here; the signer's\n"+
-			"--cluster-signing-duration still applies.")
+		"Deny requests whose spec.expirationSeconds asks for longer than this, naming it. 0: the default, 48h (the built-in\n"+
+			"signer's lifetime). Kubelets do not set spec.expirationSeconds: with kube-controller-manager signing, its\n"+
+			"--cluster-signing-duration decides their lifetime.")
 	fs.BoolVar(&cfg.LeavePendingOnDeny, "leave-pending-on-deny", false,
 		"Dry run for denials: record what would be denied (Event on the CSR, log, metric) but leave the request pending,\n"+
 			"so a person can decide. Approvals still happen.")
@@ -173,8 +174,10 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 		"The cluster's Service CIDR(s) (repeatable or comma-separated): never certified, whatever the cloud reports\n"+
 			"(the kubernetes Service IP is the apiserver for every pod). Default "+approver.DefaultServiceCIDR+", kubeadm's and bootstrap/'s.")
 	fs.Var((*addrList)(&cfg.ControlPlaneEndpoints), "control-plane-endpoint",
-		"The apiserver's addresses (the control-plane endpoint and each apiserver's advertise address; repeatable or\n"+
-			"comma-separated): never certified for a node.")
+		"Control-plane addresses that no node owns (a VIP or load balancer in front of the apiservers; repeatable or\n"+
+			"comma-separated): certified for no node. Do not list a control-plane host's own address (its apiserver's\n"+
+			"advertise address is its kubelet's node IP): a node's own cloud-verified address is approved for that node\n"+
+			"even when listed, and the listing is reported once (Event and log naming the node and the address).")
 	fs.DurationVar(&cfg.CoalesceWindow, "cloud-coalesce-window", approver.DefaultCoalesceWindow,
 		"Least time between the starts of two cloud lookups; requests arriving meanwhile wait and share the next one, which\n"+
 			"always starts after they arrived (a decision never rests on cloud data read before its request).")
