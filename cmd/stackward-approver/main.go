@@ -214,6 +214,20 @@ func newFlags() (*flag.FlagSet, *approver.Config) {
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", approver.DefaultMetricsBindAddress,
 		"Address serving /healthz (alive), /readyz (caches synced, or standing by) and /metrics (Prometheus), plain HTTP.\n"+
 			"\"0\" disables it.")
+
+	// Per-node budgets and the Event limit (hardening, issue 24).
+	fs.IntVar(&cfg.MaxIssuedPerNode, "max-certificates-per-node", approver.DefaultMaxIssuedPerNode,
+		"Approvals per node within --node-budget-window; a kubelet needs one certificate at a time (plus rotations and\n"+
+			"address changes). Beyond it a request stays pending with an Event until the window has room. Negative: no cap.")
+	fs.IntVar(&cfg.MaxDenialsPerNode, "max-denials-per-node", approver.DefaultMaxDenialsPerNode,
+		"Denials written per node within --node-budget-window. Beyond it a node's bad requests stay pending without a\n"+
+			"write or an Event, so one node's flood does not spend the apiserver budget approvals need. Negative: no cap.")
+	fs.DurationVar(&cfg.NodeBudgetWindow, "node-budget-window", approver.DefaultNodeBudgetWindow,
+		"The sliding window of --max-certificates-per-node and --max-denials-per-node.")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", approver.DefaultEventQPS,
+		"New Events written per second (burst 4x), apart from the decisions' writes; beyond it they are dropped and\n"+
+			"counted (stackward_approver_events_dropped_total). Negative: no limit.")
+
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	klogFlags.VisitAll(func(f *flag.Flag) {

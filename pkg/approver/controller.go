@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,7 +73,21 @@ type Options struct {
 	// Signer, when set, issues the certificate of every request the
 	// approver approves (--sign-with-ca-dir).
 	Signer Signer
+	// MaxIssuedPerNode and MaxDenialsPerNode are per-node budgets over
+	// NodeBudgetWindow (see budget.go): approvals over the first stay
+	// pending with an Event, denials over the second stay pending without
+	// one. 0 takes the default; negative: no budget.
+	MaxIssuedPerNode  int
+	MaxDenialsPerNode int
+	NodeBudgetWindow  time.Duration
+	// EventQPS limits the Events written (new ones; 0: DefaultEventQPS,
+	// negative: no limit), apart from the decisions' writes.
+	EventQPS float64
 }
+
+// DefaultEventQPS lets a join burst's folded Events through and keeps a
+// flood's from competing with approvals for the apiserver client.
+const DefaultEventQPS = 5
 
 // byUsername indexes CSRs by spec.username, to count a node's pending ones.
 const byUsername = "byUsername"
@@ -103,6 +118,8 @@ type Controller struct {
 	// waiting holds the last Wait message per request, so its Event is
 	// recorded once per state, not at every recheck.
 	waiting sync.Map // CSR name → string
+	// issuedBudget and denialBudget are the per-node budgets.
+	issuedBudget, denialBudget *nodeBudget
 	// issued holds the requests this process wrote a certificate for: the
 	// informer may still show one approved and unsigned (the event of the
 	// certificate's write not yet arrived), and it must not be signed and
@@ -134,6 +151,18 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	if opts.WaitRecheck <= 0 {
 		opts.WaitRecheck = 15 * time.Second
 	}
+	if opts.MaxIssuedPerNode == 0 {
+		opts.MaxIssuedPerNode = DefaultMaxIssuedPerNode
+	}
+	if opts.MaxDenialsPerNode == 0 {
+		opts.MaxDenialsPerNode = DefaultMaxDenialsPerNode
+	}
+	if opts.NodeBudgetWindow <= 0 {
+		opts.NodeBudgetWindow = DefaultNodeBudgetWindow
+	}
+	if opts.EventQPS == 0 {
+		opts.EventQPS = DefaultEventQPS
+	}
 	reg := opts.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -157,6 +186,8 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		now:      time.Now,
 		events:   newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
+	c.issuedBudget = newNodeBudget(opts.MaxIssuedPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
+	c.denialBudget = newNodeBudget(opts.MaxDenialsPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	// Only kubelet serving requests are listed and watched; the handler
 	// filters again for clients (and fakes) that ignore field selectors.
 	c.csrFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
@@ -379,8 +410,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
-		c.broadcaster.StartRecordingToSink(&countingEventSink{
-			EventSinkImpl: typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, writes: c.metrics.writes})
+		sink := &countingEventSink{
+			EventSinkImpl: typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, writes: c.metrics.writes, dropped: c.metrics.eventsDropped}
+		if c.opts.EventQPS > 0 {
+			sink.limiter = rate.NewLimiter(rate.Limit(c.opts.EventQPS), max(1, int(4*c.opts.EventQPS)))
+		}
+		c.broadcaster.StartRecordingToSink(sink)
 		c.broadcaster.StartStructuredLogging(4)
 		defer c.broadcaster.Shutdown()
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stackward-approver"})

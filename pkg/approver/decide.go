@@ -88,10 +88,22 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		}
 		c.queue.AddAfter(name, c.opts.WaitRecheck)
 	case Approve:
+		if ok, after := c.reserve(c.issuedBudget, csr.Spec.Username, resign); !ok {
+			msg := fmt.Sprintf("%s was approved %d certificates within %s (--max-certificates-per-node); a kubelet needs one at a time. Left pending; looked at again in %s",
+				csr.Spec.Username, c.opts.MaxIssuedPerNode, c.opts.NodeBudgetWindow, after.Round(time.Second))
+			if last, seen := c.waiting.Swap(name, msg); !seen || last != msg {
+				c.recorder.Event(csr, corev1.EventTypeWarning, reasonOverIssueBudget, "Left pending: "+msg)
+			}
+			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverIssueBudget).Inc()
+			logger.V(2).Info("Leaving CSR pending: the node's certificate budget is spent", "retryAfter", after)
+			c.queue.AddAfter(name, after)
+			return nil
+		}
 		outcome = outcomeApproved
 		approved := csr
 		if !resign {
 			if approved, err = c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
+				c.issuedBudget.release(csr.Spec.Username)
 				return c.updateFailed(ctx, start, err)
 			}
 			c.events.fold(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
@@ -112,6 +124,14 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Would deny (left pending by --leave-pending-on-deny): "+d.Message)
 			break
 		}
+		if ok, after := c.reserve(c.denialBudget, csr.Spec.Username, resign); !ok {
+			// No write and no Event: a node sending bad request after bad
+			// request must not spend the apiserver budget approvals need.
+			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverDenialBudget).Inc()
+			logger.V(4).Info("Leaving CSR pending: the node's denial budget is spent", "reason", d.Reason, "retryAfter", after)
+			c.queue.AddAfter(name, after)
+			return nil
+		}
 		outcome = outcomeDenied
 		if resign {
 			// Approved earlier, no longer verifiable: leave it unsigned.
@@ -119,6 +139,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			break
 		}
 		if _, err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
+			c.denialBudget.release(csr.Spec.Username)
 			return c.updateFailed(ctx, start, err)
 		}
 		c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Denied: "+d.Message)
@@ -194,4 +215,13 @@ func logLevel(quiet bool) int {
 		return 4
 	}
 	return 0
+}
+
+// reserve takes one of the node's budget unless exempt (a request approved
+// earlier that only needs its certificate, or is left unsigned).
+func (c *Controller) reserve(b *nodeBudget, user string, exempt bool) (bool, time.Duration) {
+	if exempt {
+		return true, 0
+	}
+	return b.reserve(user)
 }

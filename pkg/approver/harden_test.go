@@ -2,6 +2,7 @@ package approver
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,9 @@ func TestAControlPlaneEndpointThatIsANodesAddressIsReportedOnce(t *testing.T) {
 
 // TestAFloodOfOversizeRequestsCostsNoCacheAndOthersAreApproved: one node
 // sends many ~1 MiB requests; the cache keeps none of their bodies (nor
-// any managed fields), each is denied for its size without being parsed,
-// and another node's request is approved meanwhile.
+// any managed fields), they are denied for their size without being parsed
+// up to the node's denial budget (the rest stay pending, unwritten), and
+// another node's request is approved meanwhile.
 func TestAFloodOfOversizeRequestsCostsNoCacheAndOthersAreApproved(t *testing.T) {
 	const flood = 40
 	var objs []runtime.Object
@@ -108,11 +110,35 @@ func TestAFloodOfOversizeRequestsCostsNoCacheAndOthersAreApproved(t *testing.T) 
 	if got := waitCondition(t, client, "good"); got.Type != certificatesv1.CertificateApproved {
 		t.Fatalf("the other node's request: %+v", got)
 	}
-	for _, o := range objs[:flood] {
-		name := o.(*certificatesv1.CertificateSigningRequest).Name
-		if got := waitCondition(t, client, name); got.Type != certificatesv1.CertificateDenied || got.Reason != ReasonRequestTooLarge || !strings.Contains(got.Message, "1048576 bytes") {
-			t.Fatalf("%s: %+v, want Denied/%s naming its size", name, got, ReasonRequestTooLarge)
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		denied := 0
+		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
 		}
+		for _, csr := range list.Items {
+			if c := condition(&csr); c != nil && csr.Spec.Username == "system:node:node-b" {
+				if c.Type != certificatesv1.CertificateDenied || c.Reason != ReasonRequestTooLarge || !strings.Contains(c.Message, "1048576 bytes") {
+					t.Fatalf("%s: %+v, want Denied/%s naming its size", csr.Name, c, ReasonRequestTooLarge)
+				}
+				denied++
+			}
+		}
+		return denied == DefaultMaxDenialsPerNode, nil
+	})
+	if err != nil {
+		t.Fatalf("the flood's first %d requests were not denied: %v", DefaultMaxDenialsPerNode, err)
+	}
+	time.Sleep(200 * time.Millisecond) // more denials would be written by now
+	list, _ := client.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	pending := 0
+	for _, csr := range list.Items {
+		if len(csr.Status.Conditions) == 0 {
+			pending++
+		}
+	}
+	if pending != flood-DefaultMaxDenialsPerNode {
+		t.Errorf("%d of the flood pending, want %d: beyond its denial budget a node's requests are not written", pending, flood-DefaultMaxDenialsPerNode)
 	}
 	held := 0
 	for _, o := range c.csrInformer.GetIndexer().List() {
@@ -122,9 +148,47 @@ func TestAFloodOfOversizeRequestsCostsNoCacheAndOthersAreApproved(t *testing.T) 
 			t.Errorf("the cache keeps the managed fields of %s", csr.Name)
 		}
 	}
-	// Only the pending or undecided small ones may be held; all are decided.
-	if held > maxRequestBytes {
-		t.Errorf("the cache holds %d bytes of request bodies after the flood was decided; want at most %d", held, maxRequestBytes)
+	// None of the flood's bodies, pending or decided, is held.
+	if held > 0 {
+		t.Errorf("the cache holds %d bytes of request bodies; want none (all decided or oversize)", held)
+	}
+}
+
+// TestANodeGetsNoMoreCertificatesThanItsBudget: 300 identical requests of
+// one node were all approved and signed; now the node's budget is, and the
+// rest wait with an Event saying why.
+func TestANodeGetsNoMoreCertificatesThanItsBudget(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 4 {
+		objs = append(objs, makeCSR(t, csrSpec{name: "same-" + string(rune('a'+i)), node: "node-a", ips: []string{"10.0.0.10"}}))
+	}
+	client, reg := startController(t, testCloud(), Options{Policy: testPolicy, MaxIssuedPerNode: 2}, objs...)
+	var approved, held []string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		approved = nil
+		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, csr := range list.Items {
+			if c := condition(&csr); c != nil && c.Type == certificatesv1.CertificateApproved {
+				approved = append(approved, csr.Name)
+			}
+		}
+		return metricValue(t, reg, "stackward_csr_decisions_total", map[string]string{"decision": outcomeDeferred, "reason": reasonOverIssueBudget}) >= 2, nil
+	})
+	if err != nil || len(approved) != 2 {
+		t.Fatalf("approved %v (%v); want exactly the budget of 2 and the others deferred", approved, err)
+	}
+	for _, o := range objs {
+		name := o.(*certificatesv1.CertificateSigningRequest).Name
+		if !slices.Contains(approved, name) {
+			held = append(held, name)
+		}
+	}
+	e := waitEvent(t, client, held[0], reasonOverIssueBudget)
+	if !strings.Contains(e.Message, "system:node:node-a was approved 2 certificates within 1h0m0s") {
+		t.Errorf("event %q does not say the budget", e.Message)
 	}
 }
 
