@@ -181,6 +181,38 @@ func TestTheApproverHoldsAgainstAMisbehavingNode(t *testing.T) {
 			t.Errorf("the heap grew by %d MiB under the flood; want under %d MiB", grown>>20, bound>>20)
 		}
 	})
+
+	t.Run("the chart's admission policy refuses a padded request from a node and admits a kubelet's", func(t *testing.T) {
+		cp.Apply(t, framework.RenderChart(t, "templates/csr-admission-policy.yaml"))
+		defer func() {
+			bg := context.Background()
+			_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(bg, framework.ChartRelease+"-kubelet-serving-csr-size", metav1.DeleteOptions{})
+			_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(bg, framework.ChartRelease+"-kubelet-serving-csr-size", metav1.DeleteOptions{})
+		}()
+		node := asNode(t, cp, "padder-1")
+		// The policy takes effect once the apiserver has loaded it.
+		var refusal error
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			name, err := createServing(ctx, node, "padder-1", []string{framework.NodeIP(35)}, 64<<10)
+			if err == nil {
+				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+				return false, nil
+			}
+			refusal = err
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("a 64 KiB request from a node was still admitted: %v", err)
+		}
+		if !strings.Contains(refusal.Error(), "at most 16384 are admitted") {
+			t.Errorf("refusal %q does not say the limit", refusal)
+		}
+		name, err := createServing(ctx, node, "padder-1", []string{framework.NodeIP(35)}, 0)
+		if err != nil {
+			t.Fatalf("a kubelet-sized request was refused: %v", err)
+		}
+		_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+	})
 }
 
 func heapAfterGC() int64 {
@@ -207,9 +239,17 @@ func asNode(t *testing.T, cp *framework.ControlPlane, name string) kubernetes.In
 // to about pad bytes (0: a kubelet's), and returns its name.
 func requestServing(ctx context.Context, t *testing.T, client kubernetes.Interface, node string, ips []string, pad int) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	name, err := createServing(ctx, client, node, ips, pad)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return name
+}
+
+func createServing(ctx context.Context, client kubernetes.Interface, node string, ips []string, pad int) (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
 	}
 	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}
 	for _, ip := range ips {
@@ -222,7 +262,7 @@ func requestServing(ctx context.Context, t *testing.T, client kubernetes.Interfa
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
@@ -233,7 +273,7 @@ func requestServing(ctx context.Context, t *testing.T, client kubernetes.Interfa
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create CSR as %s: %v", node, err)
+		return "", fmt.Errorf("create CSR as %s: %w", node, err)
 	}
-	return csr.Name
+	return csr.Name, nil
 }
