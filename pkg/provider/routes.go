@@ -100,10 +100,6 @@ func ownsRoute(node *corev1.Node, rec routes.Record) bool {
 }
 
 func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
-	hops := nextHops(route)
-	if len(hops) == 0 {
-		return fmt.Errorf("route %s for node %s: the node has no InternalIP of the CIDR's family", route.DestinationCIDR, route.TargetNode)
-	}
 	nodes, err := n.nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
@@ -111,6 +107,10 @@ func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route 
 	if why := n.cidrs.refuse(string(route.TargetNode), route.DestinationCIDR, nodes); why != "" {
 		n.refused(ctx, nodes, string(route.TargetNode), why)
 		return fmt.Errorf("route %s for node %s refused: %s", route.DestinationCIDR, route.TargetNode, why)
+	}
+	hops := nextHops(route)
+	if len(hops) == 0 {
+		return fmt.Errorf("route %s for node %s: the node has no InternalIP of the CIDR's family", route.DestinationCIDR, route.TargetNode)
 	}
 	serverID, err := n.serverOf(ctx, string(route.TargetNode))
 	if err != nil {
