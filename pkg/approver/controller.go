@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -118,6 +117,8 @@ type Controller struct {
 	// waiting holds the last Wait message per request, so its Event is
 	// recorded once per state, not at every recheck.
 	waiting sync.Map // CSR name → string
+	// order keeps each node's pending requests in decision order.
+	order *nodeOrder
 	// issuedBudget and denialBudget are the per-node budgets.
 	issuedBudget, denialBudget *nodeBudget
 	// issued holds the requests this process wrote a certificate for: the
@@ -129,6 +130,11 @@ type Controller struct {
 	// the cache dropped for being larger than a kubelet ever sends: it is
 	// denied from this alone, and a flood of them costs no memory.
 	oversize sync.Map // oversizeKey → int
+	// written holds the requests this process wrote a decision for until
+	// the informer shows it: a sync meanwhile (another request's decision
+	// re-queues it) sees the stale, pending copy and must not decide, write
+	// and spend the node's budget again.
+	written sync.Map // CSR name → struct{}
 	// reported holds the misconfigurations already logged and recorded
 	// (a control-plane endpoint that is a node's address), once each.
 	reported sync.Map // message → struct{}
@@ -186,6 +192,7 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		now:      time.Now,
 		events:   newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
+	c.order = newNodeOrder()
 	c.issuedBudget = newNodeBudget(opts.MaxIssuedPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	c.denialBudget = newNodeBudget(opts.MaxDenialsPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	// Only kubelet serving requests are listed and watched; the handler
@@ -336,11 +343,13 @@ func (c *Controller) onChange(obj any) {
 	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return
 	}
+	c.order.changed(csr.Spec.Username)
 	if (isPending(csr) && csr.DeletionTimestamp == nil) || (c.opts.Signer != nil && awaitsOurSignature(csr)) {
 		c.queue.Add(csr.Name)
 		return
 	}
 	c.oversize.Delete(oversizeKey(csr))
+	c.written.Delete(csr.Name)
 	c.dryRunPending.Delete(csr.Name)
 	c.waiting.Delete(csr.Name)
 	if _, still, _ := c.csrInformer.GetIndexer().GetByKey(csr.Name); !still {
@@ -367,8 +376,13 @@ func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
 }
 
 // pendingOf returns the user's pending kubelet serving requests that count
-// against the per-node cap, oldest first.
+// against the per-node cap, oldest first (the shared order: read only).
 func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSigningRequest {
+	return c.order.pending(username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(username) }).list
+}
+
+// listPending lists the user's pending requests from the cache, unsorted.
+func (c *Controller) listPending(username string) []*certificatesv1.CertificateSigningRequest {
 	objs, err := c.csrInformer.GetIndexer().ByIndex(byUsername, username)
 	if err != nil {
 		return nil
@@ -384,12 +398,6 @@ func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSig
 		}
 		out = append(out, csr)
 	}
-	slices.SortFunc(out, func(a, b *certificatesv1.CertificateSigningRequest) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return compareStrings(a.Name, b.Name)
-	})
 	return out
 }
 

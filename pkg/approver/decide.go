@@ -32,6 +32,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if !isPending(csr) && !resign {
 		return nil // already decided: never touched twice
 	}
+	if _, done := c.written.Load(name); done && !resign {
+		return nil // decided by us; the cache has not caught up yet
+	}
 	logger := klog.FromContext(ctx).WithValues("csr", name, "user", csr.Spec.Username)
 	if node, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix); ok {
 		logger = logger.WithValues("node", node)
@@ -39,8 +42,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if limit := c.opts.MaxPendingPerNode; limit > 0 {
-		pending := c.pendingOf(csr.Spec.Username)
-		if i := indexOf(pending, name); i >= limit || (i < 0 && len(pending) >= limit) {
+		order := c.order.pending(csr.Spec.Username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(csr.Spec.Username) })
+		pending := order.list
+		if i := order.position(name); i >= limit || (i < 0 && len(pending) >= limit) {
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
 			// Debug level: a flooding node defers thousands of requests.
 			logger.V(4).Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
@@ -118,6 +122,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
 			c.dryRunPending.Store(name, struct{}{})
+			c.order.changed(csr.Spec.Username) // no longer counts against the cap
 			for _, next := range c.pendingOf(csr.Spec.Username) {
 				c.queue.Add(next.Name) // may have waited behind this one
 			}
@@ -178,6 +183,7 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 	if err != nil {
 		return nil, fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
 	}
+	c.written.Store(csr.Name, struct{}{})
 	return got, nil
 }
 
@@ -187,15 +193,6 @@ func (c *Controller) updateFailed(ctx context.Context, start time.Time, err erro
 	c.metrics.observe(outcomeRequeued, reasonUpdateFailed, c.now().Sub(start).Seconds())
 	klog.FromContext(ctx).Info("Could not record the decision; retrying", "err", err)
 	return err
-}
-
-func indexOf(csrs []*certificatesv1.CertificateSigningRequest, name string) int {
-	for i, csr := range csrs {
-		if csr.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // reportWarnings logs and records each misconfiguration a decision found
