@@ -20,6 +20,9 @@ type nodeOrder struct {
 	mu     sync.Mutex
 	gen    map[string]uint64 // user → generation, bumped on every change
 	sorted map[string]*pendingList
+	// sorting serializes the sorts of one user: a thousand workers that
+	// find a flooding node's order stale wait for one sort, not do one each.
+	sorting map[string]*sync.Mutex
 }
 
 // pendingList is one user's pending requests, oldest first, as of gen.
@@ -30,7 +33,7 @@ type pendingList struct {
 }
 
 func newNodeOrder() *nodeOrder {
-	return &nodeOrder{gen: map[string]uint64{}, sorted: map[string]*pendingList{}}
+	return &nodeOrder{gen: map[string]uint64{}, sorted: map[string]*pendingList{}, sorting: map[string]*sync.Mutex{}}
 }
 
 // changed marks user's requests as changed (called after the cache was).
@@ -49,6 +52,20 @@ func (o *nodeOrder) pending(user string, list func() []*certificatesv1.Certifica
 	if p := o.sorted[user]; p != nil && p.gen == gen {
 		o.mu.Unlock()
 		return p
+	}
+	one := o.sorting[user]
+	if one == nil {
+		one = &sync.Mutex{}
+		o.sorting[user] = one
+	}
+	o.mu.Unlock()
+	one.Lock()
+	defer one.Unlock()
+	o.mu.Lock()
+	gen = o.gen[user]
+	if p := o.sorted[user]; p != nil && p.gen == gen {
+		o.mu.Unlock()
+		return p // sorted by another worker meanwhile
 	}
 	o.mu.Unlock()
 	csrs := list()
