@@ -22,8 +22,9 @@ import (
 
 // TestAFloodFromOneNodeDoesNotSlowTheOthers: one node has 20,000 valid
 // requests pending when 100 other nodes join; their p99 latency (from the
-// approver's cache holding the request to its approval) stays under two
-// seconds, where sorting the flood at every sync took minutes, and the
+// approver's cache holding the request to its approval) stays under ten
+// seconds (sorting the flood at every sync, as before, costs about 20,000
+// sorts of 20,000: minutes), and the
 // flooding node gets no more than its budget. Both p99s are logged: on a
 // quiet machine the flood's is within about 1.5 times the other's, on a
 // busy shared one up to about 4 times (tens to hundreds of milliseconds),
@@ -37,7 +38,7 @@ func TestAFloodFromOneNodeDoesNotSlowTheOthers(t *testing.T) {
 	base, _ := joinP99(t, 0, joining)
 	with, issued := joinP99(t, flood, joining)
 	t.Logf("p99 of %d joining nodes: %s alone, %s beside %d requests of one node; that node was approved %d", joining, base, with, flood, issued)
-	if limit := max(2*time.Second, base*3/2); with > limit {
+	if limit := max(10*time.Second, base*3/2); with > limit {
 		t.Errorf("p99 %s beside the flood, over %s", with, limit)
 	}
 	if issued > DefaultMaxIssuedPerNode {
