@@ -169,8 +169,9 @@ func newFlags() *flags {
 			"comma-separated, as for stackward-ccm). Without it only the bare node name, server name and Hostname addresses\n"+
 			"are allowed. Also lets a node whose name is <server name>.<suffix> vouch for that server.")
 	fs.DurationVar(&cfg.MaxExpiration, "max-expiration", 0,
-		"Deny requests whose spec.expirationSeconds asks for longer than this (e.g. 720h). 0: no cap here; the signer's\n"+
-			"--cluster-signing-duration still applies.")
+		"Deny requests whose spec.expirationSeconds asks for longer than this, naming it. 0: the default, 48h (the built-in\n"+
+			"signer's lifetime). Kubelets do not set spec.expirationSeconds: with kube-controller-manager signing, its\n"+
+			"--cluster-signing-duration decides their lifetime.")
 	fs.BoolVar(&cfg.LeavePendingOnDeny, "leave-pending-on-deny", false,
 		"Dry run for denials: record what would be denied (Event on the CSR, log, metric) but leave the request pending,\n"+
 			"so a person can decide. Approvals still happen.")
@@ -196,8 +197,10 @@ func newFlags() *flags {
 		"The cluster's Service CIDR(s) (repeatable or comma-separated): never certified, whatever the cloud reports\n"+
 			"(the kubernetes Service IP is the apiserver for every pod). Default "+approver.DefaultServiceCIDR+", kubeadm's and bootstrap/'s.")
 	fs.Var(&netipList[netip.Addr]{list: &cfg.ControlPlaneEndpoints, parse: netip.ParseAddr, kind: "an IP address"}, "control-plane-endpoint",
-		"The apiserver's addresses (the control-plane endpoint and each apiserver's advertise address; repeatable or\n"+
-			"comma-separated): never certified for a node.")
+		"Control-plane addresses that no node owns (a VIP or load balancer in front of the apiservers; repeatable or\n"+
+			"comma-separated): certified for no node. Do not list a control-plane host's own address (its apiserver's\n"+
+			"advertise address is its kubelet's node IP): a node's own cloud-verified address is approved for that node\n"+
+			"even when listed, and the listing is reported once (Event and log naming the node and the address).")
 	fs.DurationVar(&cfg.CoalesceWindow, "cloud-coalesce-window", approver.DefaultCoalesceWindow,
 		"Least time between the starts of two cloud lookups; requests arriving meanwhile wait and share the next one, which\n"+
 			"always starts after they arrived (a decision never rests on cloud data read before its request).")
@@ -231,6 +234,19 @@ func newFlags() *flags {
 		"Deprecated: use --bind-address and --secure-port. A host:port that replaces them; \"0\" serves nothing. The\n"+
 			"endpoint is HTTPS with delegated authentication and authorization either way.")
 	_ = fs.MarkDeprecated("metrics-bind-address", "use --bind-address and --secure-port (the endpoint is HTTPS now)")
+
+	// Per-node budgets and the Event limit (hardening, issue 24).
+	fs.IntVar(&cfg.MaxIssuedPerNode, "max-certificates-per-node", approver.DefaultMaxIssuedPerNode,
+		"Approvals per node within --node-budget-window; a kubelet needs one certificate at a time (plus rotations and\n"+
+			"address changes). Beyond it a request stays pending with an Event until the window has room. Negative: no cap.")
+	fs.IntVar(&cfg.MaxDenialsPerNode, "max-denials-per-node", approver.DefaultMaxDenialsPerNode,
+		"Denials written per node within --node-budget-window. Beyond it a node's bad requests stay pending without a\n"+
+			"write or an Event, so one node's flood does not spend the apiserver budget approvals need. Negative: no cap.")
+	fs.DurationVar(&cfg.NodeBudgetWindow, "node-budget-window", approver.DefaultNodeBudgetWindow,
+		"The sliding window of --max-certificates-per-node and --max-denials-per-node.")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", approver.DefaultEventQPS,
+		"New Events written per second (burst 4x), apart from the decisions' writes; beyond it they are dropped and\n"+
+			"counted (stackward_approver_events_dropped_total). Negative: no limit.")
 
 	f := &flags{fs: fs, cfg: cfg, logging: logsapi.NewLoggingConfiguration()}
 	// Logging as in stackward-ccm (component-base): --logging-format

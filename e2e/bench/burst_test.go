@@ -187,6 +187,12 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	for i := 1; i <= n; i++ {
 		cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
 	}
+	// A kubelet registers its Node before it asks for a serving certificate
+	// (the approver decides only for a registered Node): before the clock.
+	registerNodes(ctx, t, cp.Admin, prefix, n)
+	defer parallel(t, n, 20, func(i int) error {
+		return cp.Admin.CoreV1().Nodes().Delete(context.Background(), fmt.Sprintf("%s%04d", prefix, i), metav1.DeleteOptions{})
+	})
 	ids, err := newNodeIdentity(cp)
 	if err != nil {
 		t.Fatal(err)

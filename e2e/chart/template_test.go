@@ -257,8 +257,19 @@ func TestRenderedPodIsHardened(t *testing.T) {
 				if c.Resources.Requests.Memory().IsZero() {
 					t.Errorf("container %s has no memory request", c.Name)
 				}
-				if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "cloud-config" && m.ReadOnly }) {
-					t.Errorf("container %s does not mount cloud-config read-only", c.Name)
+				// Exactly one cloud.conf, read-only: the approver's own when it
+				// has one, never the CCM's read-write credential beside it.
+				var clouds []string
+				for _, m := range c.VolumeMounts {
+					if m.Name == "cloud-config" || m.Name == "approver-cloud-config" {
+						clouds = append(clouds, m.Name)
+						if !m.ReadOnly {
+							t.Errorf("container %s mounts %s read-write", c.Name, m.Name)
+						}
+					}
+				}
+				if len(clouds) != 1 {
+					t.Errorf("container %s mounts cloud configs %v, want exactly one", c.Name, clouds)
 				}
 				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward") }) {
 					t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)

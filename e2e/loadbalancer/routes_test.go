@@ -83,6 +83,49 @@ func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 		}
 	})
 
+	t.Run("a node claiming another node's IP and a crafted pod CIDR changes no route or address pair", func(t *testing.T) {
+		liar, victim := "rt-1", "rt-3"
+		before := api.routes(ctx, t, routerID)
+		pairsBefore := map[string][]string{liar: pairs(l.ips[liar]), victim: pairs(l.ips[victim])}
+		// The liar adds the victim's IP to its own status (a kubelet may
+		// write its Node's status) ...
+		n, err := cp.Admin.CoreV1().Nodes().Get(ctx, liar, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: l.ips[victim]})
+		if _, err := cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// ... and registers a Node of its own with a crafted pod CIDR.
+		rogue := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rt-rogue"}, Spec: corev1.NodeSpec{PodCIDR: "0.0.0.0/0", PodCIDRs: []string{"0.0.0.0/0"}}}
+		if _, err := cp.Admin.CoreV1().Nodes().Create(ctx, rogue, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), "rt-rogue", metav1.DeleteOptions{}) }()
+		// Several reconcile periods (2 s): the victim's route is never
+		// taken down, nothing is added.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if now := api.routes(ctx, t, routerID); len(now) != len(before) || !hasRoute(podCIDRs[victim], l.ips[victim]) {
+				t.Fatalf("routes changed to %v (were %v)", now, before)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		for name, was := range pairsBefore {
+			if got := pairs(l.ips[name]); !slices.Equal(got, was) {
+				t.Errorf("address pairs of %s changed from %v to %v", name, was, got)
+			}
+		}
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			evs, err := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=rt-rogue,reason=PodCIDRRefused"})
+			return err == nil && len(evs.Items) > 0, nil
+		})
+		if err != nil {
+			t.Errorf("no PodCIDRRefused Event on the rogue Node: %v", err)
+		}
+	})
+
 	t.Run("a node's route and address pair go with the node", func(t *testing.T) {
 		gone, ip := "rt-2", l.ips["rt-2"]
 		l.removeNode(ctx, t, gone)

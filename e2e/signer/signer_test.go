@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackward/stackward/e2e/framework"
 	"github.com/stackward/stackward/pkg/approver"
+	"github.com/stackward/stackward/pkg/pki"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -78,8 +79,11 @@ func TestTheApproverSignsWhatItApproves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if life := time.Until(cert.NotAfter); life > 30*24*time.Hour+time.Hour || life < 29*24*time.Hour {
-		t.Errorf("serving certificate of %s valid for %s more; want the approver's 30 days", srv.Name, life.Round(time.Hour))
+	if life := time.Until(cert.NotAfter); life > pki.DefaultServingCertLifetime+time.Minute || life < pki.DefaultServingCertLifetime-time.Hour {
+		t.Errorf("serving certificate of %s valid for %s more; want the approver's %s", srv.Name, life.Round(time.Minute), pki.DefaultServingCertLifetime)
+	}
+	if got := cert.Subject.String(); got != "CN=system:node:signed-1,O=system:nodes" {
+		t.Errorf("subject %q; want the approved CN and O only", got)
 	}
 	if len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth || cert.IsCA {
 		t.Errorf("ext key usages %v, CA %v; want server auth only", cert.ExtKeyUsage, cert.IsCA)

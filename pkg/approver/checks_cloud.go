@@ -20,8 +20,13 @@ import (
 // Only a definitive answer denies; every failure to answer is an error.
 
 // checkInstance finds the requesting node's instance: by the Node's
-// providerID when the Node exists and has one, else by exact server name
-// (a node asking before the CCM initialized it, or before it registered).
+// providerID when it has one, else by exact server name (a node asking
+// before the CCM initialized it). The Node must exist: a kubelet registers
+// its Node before its serving certificate can name the Node's addresses, so
+// a request with no Node is not a joining kubelet's but, say, a bootstrap
+// token's holder naming a project server that is no node. It is left
+// pending (not denied: the kubelet's registration may merely be late) and
+// looked at again when the Node appears.
 func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, error) {
 	if d, bad := checkASCII("node name", r.nodeName); bad {
 		return d, nil
@@ -31,10 +36,15 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 		return Decision{}, fmt.Errorf("get node %q: %w", r.nodeName, err)
 	}
 	r.node = node
-	providerID := ""
-	if node != nil {
-		providerID = node.Spec.ProviderID
+	switch {
+	case node == nil:
+		return Decision{Verdict: Wait, Reason: ReasonNodeNotRegistered, Message: fmt.Sprintf(
+			"no Node %s exists: a kubelet registers its Node before it asks for a serving certificate; left pending until the Node is registered", r.nodeName)}, nil
+	case node.DeletionTimestamp != nil:
+		return Decision{Verdict: Wait, Reason: ReasonNodeNotRegistered, Message: fmt.Sprintf(
+			"Node %s is being deleted; left pending until it is registered again", r.nodeName)}, nil
 	}
+	providerID := node.Spec.ProviderID
 	if providerID != "" {
 		r.lookup = fmt.Sprintf("provider ID %s", providerID)
 	} else {
@@ -56,7 +66,12 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	case errors.Is(err, openstack.ErrInvalidProviderID):
 		return deny(ReasonInvalidProviderID, "Node %s has provider ID %q, which is not an instance of this cloud: %v", r.nodeName, providerID, err)
 	case errors.Is(err, openstack.ErrAmbiguous):
-		return deny(ReasonInstanceAmbiguous, "several instances are named %q in the cloud; cannot tell which one is the node", r.nodeName)
+		// Not a denial: the node may be a legitimate one whose name a second
+		// server shares for a while (a replacement being built, a mistake).
+		// It waits until an operator renames one or the CCM sets the Node's
+		// providerID, which makes the lookup exact.
+		return Decision{Verdict: Wait, Reason: ReasonInstanceAmbiguous, Message: fmt.Sprintf(
+			"several instances are named %q in the cloud and Node %s has no provider ID yet; cannot tell which one is the node. Rename the other server or set the Node's provider ID; left pending until then", r.nodeName, r.nodeName)}, nil
 	case err != nil:
 		return Decision{}, fmt.Errorf("look up instance of node %q by %s: %w", r.nodeName, r.lookup, err)
 	case inst == nil || inst.Server == nil:
@@ -82,6 +97,11 @@ func (e *Evaluator) checkInstance(ctx context.Context, r *request) (Decision, er
 	if !e.isNodeNameOf(r.nodeName, srv.Name) {
 		return deny(ReasonInstanceNameMismatch, "node %s found instance %s (id %s) by %s, but the instance is named %q",
 			r.nodeName, srv.Name, srv.ID, r.lookup, srv.Name)
+	}
+	if being := beingDeleted(srv); being != "" {
+		// Still ACTIVE while Nova tears it down: its addresses are about to
+		// be freed and reused, so a certificate for them must not outlive it.
+		return deny(ReasonInstanceDeleted, "instance %s (id %s) of node %s is being deleted (%s)", srv.Name, srv.ID, r.nodeName, being)
 	}
 	if slices.Contains(notRunning, srv.Status) {
 		return Decision{Verdict: Wait, Reason: ReasonInstanceNotRunning, Message: fmt.Sprintf(
@@ -130,8 +150,19 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 			return deny(ReasonInvalidRequest, "IP SAN %v is not an IP address", sanIP)
 		}
 		ip = ip.Unmap()
+		cpEndpoint := e.policy.controlPlaneEndpoint(ip)
 		if trust.IsTrusted(ip) {
+			if cpEndpoint {
+				r.warnings = append(r.warnings, Warning{Reason: ReasonControlPlaneEndpointIsNodeAddress, Message: fmt.Sprintf(
+					"--control-plane-endpoint %s is node %s's own address (a fixed IP or floating IP of instance %s, id %s, verified against the cloud), so it is certified for that node; "+
+						"list only addresses no node owns (a VIP, a load balancer's address) and remove %s from approver.controlPlaneEndpoints",
+					ip, r.nodeName, r.server.Name, r.server.ID, ip)})
+			}
 			continue
+		}
+		if cpEndpoint {
+			return deny(ReasonForbiddenIP, "IP SAN %s is a control-plane endpoint (--control-plane-endpoint), an address no node owns, and not an address of instance %s (id %s); trusted addresses [%s]",
+				ip, r.server.Name, r.server.ID, strings.Join(trusted, ", "))
 		}
 		if why, seen := trust.Untrusted[ip]; seen {
 			return deny(ReasonUntrustedAddress, "IP SAN %s is reported for instance %s (id %s) but not trusted: %s; trusted addresses [%s]",

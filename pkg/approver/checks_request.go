@@ -18,6 +18,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	"github.com/stackward/stackward/pkg/nodeaddress"
+	"github.com/stackward/stackward/pkg/pki"
 )
 
 // The checks in this file look at the request alone; none calls anything.
@@ -50,6 +51,9 @@ func checkRequestor(_ context.Context, r *request) (Decision, error) {
 		return deny(ReasonNotNodeRequestor, "requestor %q is not in group %s (groups %v)", user, nodesGroup, r.csr.Spec.Groups)
 	}
 	r.nodeName = name
+	if n := len(r.csr.Spec.Request); n > maxRequestBytes {
+		return tooLarge(n)
+	}
 	cr, err := parseCSR(r.csr.Spec.Request)
 	if err != nil {
 		return deny(ReasonInvalidRequest, "spec.request is not a valid certificate request: %v", err)
@@ -60,6 +64,13 @@ func checkRequestor(_ context.Context, r *request) (Decision, error) {
 	}
 	if !slices.Equal(cr.Subject.Organization, []string{nodesGroup}) {
 		return deny(ReasonSubjectMismatch, "subject O %q is not exactly [%s]", cr.Subject.Organization, nodesGroup)
+	}
+	// A kubelet's subject is CN and O only; kube-controller-manager's
+	// signer copies the request's subject whole (an OU=system:masters too).
+	for _, atv := range cr.Subject.Names {
+		if !atv.Type.Equal(oidCommonName) && !atv.Type.Equal(oidOrganization) {
+			return deny(ReasonSubjectMismatch, "subject %q has attribute %s=%v; a kubelet's subject is CN and O only", cr.Subject, atv.Type, atv.Value)
+		}
 	}
 	return cont()
 }
@@ -122,6 +133,27 @@ func checkUsages(_ context.Context, r *request) (Decision, error) {
 // checkSANs allows IP and DNS SANs only, at least one IP, and no DNS name a
 // node could use to impersonate anything but itself.
 func (e *Evaluator) checkSANs(_ context.Context, r *request) (Decision, error) {
+	// A node has a few names and addresses; every SAN is checked and named
+	// in the approval message, so their number is capped before anything
+	// else, and a repeated one (which every check would pass) is refused.
+	if n := len(r.cr.DNSNames) + len(r.cr.IPAddresses) + len(r.cr.EmailAddresses) + len(r.cr.URIs); n > maxSANs {
+		return deny(ReasonTooManySANs, "the request has %d SANs; a node has far fewer names and addresses, and at most %d are allowed", n, maxSANs)
+	}
+	seen := make(map[string]bool, len(r.cr.DNSNames)+len(r.cr.IPAddresses))
+	for _, name := range r.cr.DNSNames {
+		k := "dns:" + nodeaddress.ASCIILower(name)
+		if seen[k] {
+			return deny(ReasonTooManySANs, "DNS SAN %q is requested more than once", name)
+		}
+		seen[k] = true
+	}
+	for _, ip := range r.cr.IPAddresses {
+		k := "ip:" + ip.String()
+		if seen[k] {
+			return deny(ReasonTooManySANs, "IP SAN %s is requested more than once", ip)
+		}
+		seen[k] = true
+	}
 	if len(r.cr.EmailAddresses) > 0 {
 		return deny(ReasonDisallowedSAN, "email SAN %q is not allowed in a serving certificate", r.cr.EmailAddresses[0])
 	}
@@ -164,6 +196,8 @@ func (e *Evaluator) ownKubernetesName(lower, nodeName string) bool {
 }
 
 var (
+	oidCommonName       = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidOrganization     = asn1.ObjectIdentifier{2, 5, 4, 10}
 	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
 	oidNameConstraints  = asn1.ObjectIdentifier{2, 5, 29, 30}
 )
@@ -220,14 +254,31 @@ func keyKind(k any) string {
 	return fmt.Sprintf("%T", k)
 }
 
+// maxSANs caps the SANs of a request: a node's names (node, server,
+// hostnames, each with a few DNS suffixes) and addresses (a few ports, two
+// families, floating IPs) are far fewer.
+const maxSANs = 64
+
+// DefaultMaxExpiration is the longest spec.expirationSeconds approved when
+// Policy.MaxExpiration is zero: the built-in signer's lifetime
+// (pki.DefaultServingCertLifetime, see there for why). Kubelets do not set
+// spec.expirationSeconds, so with kube-controller-manager signing their
+// certificates last --cluster-signing-duration (bootstrap/README.md); a
+// request that asks for longer than this is not a kubelet's default one.
+const DefaultMaxExpiration = pki.DefaultServingCertLifetime
+
 // checkExpiration caps the lifetime a request may ask for.
 func (e *Evaluator) checkExpiration(_ context.Context, r *request) (Decision, error) {
 	es := r.csr.Spec.ExpirationSeconds
-	if e.policy.MaxExpiration <= 0 || es == nil {
+	if es == nil {
 		return cont()
 	}
-	if asked := time.Duration(*es) * time.Second; asked > e.policy.MaxExpiration {
-		return deny(ReasonExpirationTooLong, "spec.expirationSeconds %d (%s) is over the maximum %s", *es, asked, e.policy.MaxExpiration)
+	limit := e.policy.MaxExpiration
+	if limit <= 0 {
+		limit = DefaultMaxExpiration
+	}
+	if asked := time.Duration(*es) * time.Second; asked > limit {
+		return deny(ReasonExpirationTooLong, "spec.expirationSeconds %d (%s) is over the maximum %s (--max-expiration)", *es, asked, limit)
 	}
 	return cont()
 }

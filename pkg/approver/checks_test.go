@@ -6,11 +6,14 @@ import (
 	"encoding/asn1"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func basicConstraints(t *testing.T, isCA bool) pkix.Extension {
@@ -32,7 +35,8 @@ func tamper(t *testing.T, s csrSpec) []byte {
 }
 
 // TestMaliciousRequestsAreNeverApproved is the approver's promise: each of
-// these requests is denied, for the reason given, and never approved.
+// these requests is denied (or, where the answer may change, left pending),
+// for the reason given, and never approved.
 func TestMaliciousRequestsAreNeverApproved(t *testing.T) {
 	a := func(s csrSpec) csrSpec {
 		s.node = orDefault(s.node, "node-a")
@@ -47,13 +51,28 @@ func TestMaliciousRequestsAreNeverApproved(t *testing.T) {
 		nodes  []*corev1.Node
 		reason string
 		inMsg  string // the message names the offending value
+		// verdict is Deny unless set (Wait: left pending with an Event).
+		verdict Verdict
+		// noNode: the requestor has no Node (else one is registered).
+		noNode bool
 	}{
 		{name: "IP of another server is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.11"}}), reason: ReasonIPNotOfInstance, inMsg: "10.0.0.11"},
 		{name: "floating IP of another server is denied", spec: a(csrSpec{ips: []string{"198.18.0.11"}}), reason: ReasonIPNotOfInstance, inMsg: "198.18.0.11"},
 		{name: "loopback IP is denied", spec: a(csrSpec{ips: []string{"127.0.0.1"}}), reason: ReasonForbiddenIP, inMsg: "127.0.0.1 is a loopback address"},
 		{name: "an accessIPv4 the cloud reports is denied, naming it", spec: csrSpec{node: "node-acc", ips: []string{"10.0.0.20", "203.0.113.20"}}, reason: ReasonUntrustedAddress, inMsg: "203.0.113.20 is the server's accessIPv4"},
 		{name: "the kubernetes Service IP is denied even when the cloud reports it", spec: csrSpec{node: "node-svc", ips: []string{"10.0.0.21", "10.96.0.1"}}, reason: ReasonForbiddenIP, inMsg: "10.96.0.1 is in the Service CIDR (10.96.0.0/12)"},
-		{name: "the control-plane endpoint is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.2"}}), reason: ReasonForbiddenIP, inMsg: "10.0.0.2 is in the control-plane endpoint"},
+		{name: "a control-plane endpoint that is another node's address is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.2"}}), reason: ReasonForbiddenIP, inMsg: "10.0.0.2 is a control-plane endpoint"},
+		{name: "a control-plane VIP no node owns is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.3"}}), reason: ReasonForbiddenIP, inMsg: "10.0.0.3 is a control-plane endpoint"},
+		{name: "a request with no Node (a bootstrap token's holder naming a project server) is left pending", spec: a(csrSpec{}), noNode: true, verdict: Wait, reason: ReasonNodeNotRegistered, inMsg: "no Node node-a exists"},
+		{name: "a request of a Node being deleted is left pending", spec: a(csrSpec{}), nodes: []*corev1.Node{deletingNode("node-a")}, verdict: Wait, reason: ReasonNodeNotRegistered, inMsg: "being deleted"},
+		{name: "a server being deleted (ACTIVE, task_state deleting) is denied", spec: csrSpec{node: "node-going", ips: []string{"10.0.0.27"}}, reason: ReasonInstanceDeleted, inMsg: "task_state deleting"},
+		{name: "the IP of a member-forged port with the server's device_id (DOWN, unbound) is denied", spec: csrSpec{node: "node-forged", ips: []string{"10.0.0.28", "10.0.0.29"}}, reason: ReasonUntrustedAddress, inMsg: `port port-forged has status "DOWN"`},
+		{name: "asking for ten years is denied, naming the maximum", spec: a(csrSpec{expiration: ptr(int32(10 * 365 * 24 * 3600))}), reason: ReasonExpirationTooLong, inMsg: "maximum 48h0m0s"},
+		{name: "more SANs than any node has is denied before the cloud is asked", spec: a(csrSpec{ips: manyIPs(65)}), reason: ReasonTooManySANs, inMsg: "65 SANs"},
+		{name: "the node's own IP repeated is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "10.0.0.10"}}), reason: ReasonTooManySANs, inMsg: "10.0.0.10 is requested more than once"},
+		{name: "the node's name repeated in other case is denied", spec: a(csrSpec{dns: []string{"node-a", "NODE-A"}}), reason: ReasonTooManySANs, inMsg: "NODE-A"},
+		{name: "a request larger than a kubelet ever sends is denied unparsed", spec: a(csrSpec{raw: make([]byte, 17<<10)}), reason: ReasonRequestTooLarge, inMsg: "17408 bytes"},
+		{name: "OU=system:masters in the subject is denied", spec: a(csrSpec{ou: []string{"system:masters"}}), reason: ReasonSubjectMismatch, inMsg: "system:masters"},
 		{name: "IPv6 loopback is denied", spec: a(csrSpec{ips: []string{"::1"}}), reason: ReasonForbiddenIP, inMsg: "loopback"},
 		{name: "link-local (the metadata service) is denied", spec: a(csrSpec{ips: []string{"10.0.0.10", "169.254.169.254"}}), reason: ReasonForbiddenIP, inMsg: "link-local"},
 		{name: "multicast is denied", spec: a(csrSpec{ips: []string{"224.0.0.1"}}), reason: ReasonForbiddenIP, inMsg: "multicast"},
@@ -102,18 +121,26 @@ func TestMaliciousRequestsAreNeverApproved(t *testing.T) {
 		{name: "unknown node is denied", spec: a(csrSpec{node: "node-x"}), reason: ReasonInstanceNotFound, inMsg: `no instance named "node-x"`},
 		{name: "unknown provider ID is denied", spec: a(csrSpec{}), nodes: []*corev1.Node{node("node-a", "openstack:///id-gone")}, reason: ReasonInstanceNotFound, inMsg: "openstack:///id-gone"},
 		{name: "deleted server is denied", spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, reason: ReasonInstanceDeleted, inMsg: "id-dead"},
-		{name: "ambiguous server name is denied", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, reason: ReasonInstanceAmbiguous, inMsg: "twin"},
+		{name: "ambiguous server name is left pending with a reason", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, verdict: Wait, reason: ReasonInstanceAmbiguous, inMsg: `several instances are named "twin"`},
 		{name: "node whose providerID points at another server is denied", spec: a(csrSpec{ips: []string{"10.0.0.11"}}), nodes: []*corev1.Node{node("node-a", "openstack:///id-b")}, reason: ReasonInstanceNameMismatch, inMsg: "id-b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewEvaluator(testCloud(), nodeGetter(tt.nodes...), nil, testPolicy)
+			nodes := withRegistered(tt.nodes, tt.spec.node)
+			if tt.noNode {
+				nodes = nodeGetter()
+			}
+			e := NewEvaluator(testCloud(), nodes, nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
 			if err != nil {
 				t.Fatalf("Evaluate: unexpected error %v (a malformed request is a decision, not an error)", err)
 			}
-			if d.Verdict != Deny || d.Reason != tt.reason {
-				t.Fatalf("got %s/%s (%s), want deny/%s", d.Verdict, d.Reason, d.Message, tt.reason)
+			want := tt.verdict
+			if want == Continue {
+				want = Deny
+			}
+			if d.Verdict != want || d.Reason != tt.reason {
+				t.Fatalf("got %s/%s (%s), want %s/%s", d.Verdict, d.Reason, d.Message, want, tt.reason)
 			}
 			if !strings.Contains(d.Message, tt.inMsg) {
 				t.Errorf("message %q does not name %q", d.Message, tt.inMsg)
@@ -131,6 +158,7 @@ func TestGoodRequestsAreApproved(t *testing.T) {
 		spec  csrSpec
 		nodes []*corev1.Node
 		inMsg []string
+		warns []string // the misconfigurations reported, each a part of one
 	}{
 		{name: "RSA 2048 with key encipherment is approved", spec: csrSpec{node: "node-a", key: "rsa2048", ips: []string{"10.0.0.10"}, dns: []string{"node-a"}}, inMsg: []string{"id-a", "10.0.0.10", `name "node-a"`}},
 		{name: "ECDSA P-256 without key encipherment is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10", "198.18.0.10"}}, inMsg: []string{"198.18.0.10"}},
@@ -143,11 +171,13 @@ func TestGoodRequestsAreApproved(t *testing.T) {
 		{name: "expiration within the maximum is approved", spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}, expiration: ptr(int32(3600))}},
 		{name: "node name in other case than the server name is approved", spec: csrSpec{node: "node-caps", ips: []string{"10.0.0.16"}, dns: []string{"Node-Caps"}}, nodes: []*corev1.Node{node("node-caps", "openstack:///id-Caps")}},
 		{name: "a node named kubernetes-worker-1 gets its own name", spec: csrSpec{node: "kubernetes-worker-1", ips: []string{"10.0.0.18"}, dns: []string{"kubernetes-worker-1", "kubernetes-worker-1.cluster.example"}}},
+		{name: "a control-plane host's own address is approved though listed as a control-plane endpoint", spec: csrSpec{node: "cp-1", ips: []string{"10.0.0.2"}, dns: []string{"cp-1"}}, inMsg: []string{"10.0.0.2"},
+			warns: []string{"--control-plane-endpoint 10.0.0.2 is node cp-1's own address"}},
 		{name: "FQDN node name with a configured suffix is approved", spec: csrSpec{node: "node-a.cluster.example", ips: []string{"10.0.0.10"}}, nodes: []*corev1.Node{node("node-a.cluster.example", "openstack:///id-a")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewEvaluator(testCloud(), nodeGetter(tt.nodes...), nil, testPolicy)
+			e := NewEvaluator(testCloud(), withRegistered(tt.nodes, tt.spec.node), nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
@@ -158,6 +188,14 @@ func TestGoodRequestsAreApproved(t *testing.T) {
 			for _, want := range tt.inMsg {
 				if !strings.Contains(d.Message, want) {
 					t.Errorf("message %q does not say %q", d.Message, want)
+				}
+			}
+			if len(d.Warnings) != len(tt.warns) {
+				t.Fatalf("warnings %+v, want %d", d.Warnings, len(tt.warns))
+			}
+			for i, want := range tt.warns {
+				if !strings.Contains(d.Warnings[i].Message, want) || d.Warnings[i].Reason != ReasonControlPlaneEndpointIsNodeAddress {
+					t.Errorf("warning %+v does not say %q", d.Warnings[i], want)
 				}
 			}
 		})
@@ -182,7 +220,11 @@ func TestUndecidableRequestsAreLeftAlone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewEvaluator(tt.cloud, tt.nodes, nil, testPolicy)
+			nodes := tt.nodes
+			if nodes == nil {
+				nodes = registered
+			}
+			e := NewEvaluator(tt.cloud, nodes, nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, tt.spec))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got decision %s/%s and error %v, want an error containing %q", d.Verdict, d.Reason, err, tt.want)
@@ -196,7 +238,7 @@ func TestUndecidableRequestsAreLeftAlone(t *testing.T) {
 
 func TestOtherSignersAreIgnored(t *testing.T) {
 	cloud := testCloud()
-	e := NewEvaluator(cloud, nil, nil, testPolicy)
+	e := NewEvaluator(cloud, registered, nil, testPolicy)
 	for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeAPIServerClientSignerName, "example.com/anything"} {
 		d, err := e.Evaluate(context.Background(), makeCSR(t, csrSpec{node: "node-a", signer: signer, ips: []string{"10.0.0.10"}}))
 		if err != nil || d.Verdict != Ignore {
@@ -209,7 +251,7 @@ func TestOtherSignersAreIgnored(t *testing.T) {
 }
 
 func TestExplainListsEveryCheckInOrder(t *testing.T) {
-	e := NewEvaluator(testCloud(), nil, nil, testPolicy)
+	e := NewEvaluator(testCloud(), registered, nil, testPolicy)
 	steps, d, err := e.Explain(context.Background(), makeCSR(t, csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}))
 	if err != nil || d.Verdict != Approve {
 		t.Fatalf("Explain: %s, %v", d.Verdict, err)
@@ -221,5 +263,45 @@ func TestExplainListsEveryCheckInOrder(t *testing.T) {
 	want := "signer requestor usages subject-alt-names forbidden-ips extensions key expiration instance names subject-access-review"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks ran as %q, want %q", got, want)
+	}
+}
+
+func manyIPs(n int) []string {
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, fmt.Sprintf("10.1.%d.%d", i/250, i%250+1))
+	}
+	return out
+}
+
+func deletingNode(name string) *corev1.Node {
+	n := node(name, "openstack:///id-"+strings.TrimPrefix(name, "node-"))
+	now := metav1.Now()
+	n.DeletionTimestamp = &now
+	return n
+}
+
+func TestTheDefaultMaxExpirationIsTheBuiltInSignersLifetime(t *testing.T) {
+	policy := testPolicy
+	policy.MaxExpiration = 0 // the flag's default
+	e := NewEvaluator(testCloud(), registered, nil, policy)
+	for _, tt := range []struct {
+		name    string
+		seconds int32
+		verdict Verdict
+	}{
+		{"ten years is denied", 10 * 365 * 24 * 3600, Deny},
+		{"a day over the signer's lifetime is denied", int32((DefaultMaxExpiration + 24*time.Hour) / time.Second), Deny},
+		{"the signer's lifetime is approved", int32(DefaultMaxExpiration / time.Second), Approve},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), makeCSR(t, csrSpec{node: "node-a", ips: []string{"10.0.0.10"}, expiration: ptr(tt.seconds)}))
+			if err != nil || d.Verdict != tt.verdict {
+				t.Fatalf("got %s/%s (%s), %v; want %s", d.Verdict, d.Reason, d.Message, err, tt.verdict)
+			}
+			if tt.verdict == Deny && (d.Reason != ReasonExpirationTooLong || !strings.Contains(d.Message, "maximum "+DefaultMaxExpiration.String())) {
+				t.Errorf("denial %s %q does not name the maximum %s", d.Reason, d.Message, DefaultMaxExpiration)
+			}
+		})
 	}
 }

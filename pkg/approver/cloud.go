@@ -353,7 +353,7 @@ func (c *openStackCloud) ownershipMatters(srv *openstack.Server) bool {
 		return false
 	case c.projectID != "" && srv.TenantID != c.projectID:
 		return false
-	case slices.Contains(notRunning, srv.Status):
+	case slices.Contains(notRunning, srv.Status), beingDeleted(srv) != "":
 		return false
 	}
 	return true

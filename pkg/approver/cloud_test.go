@@ -200,12 +200,12 @@ func TestOpenStackCloudLookups(t *testing.T) {
 	}{
 		{name: "found by provider ID", nodes: []*corev1.Node{node("node-a", "openstack:///id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Approve, reason: ReasonVerified},
 		{name: "found by provider ID with the configured region", region: "RegionOne", nodes: []*corev1.Node{node("node-a", "openstack://RegionOne/id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Approve, reason: ReasonVerified},
-		{name: "found by exact name before the Node exists", spec: csrSpec{node: "node-b", ips: []string{"198.18.0.11"}}, verdict: Approve, reason: ReasonVerified},
+		{name: "found by exact name before the CCM set the Node's provider ID", spec: csrSpec{node: "node-b", ips: []string{"198.18.0.11"}}, verdict: Approve, reason: ReasonVerified},
 		{name: "provider ID of another cloud is denied", nodes: []*corev1.Node{node("node-a", "aws:///us-east-1a/i-0123")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInvalidProviderID},
 		{name: "provider ID of another region is no decision: this cloud.conf cannot tell", region: "RegionOne", nodes: []*corev1.Node{node("node-a", "openstack://RegionTwo/id-a")}, spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}, noDecision: true},
 		{name: "a name that is a prefix of a server's is not found", spec: csrSpec{node: "node", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a name as a regular expression finds nothing", spec: csrSpec{node: "node-.", ips: []string{"10.0.0.10"}}, verdict: Deny, reason: ReasonInstanceNotFound},
-		{name: "two servers of the node's name are ambiguous", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, verdict: Deny, reason: ReasonInstanceAmbiguous},
+		{name: "two servers of the node's name leave it pending", spec: csrSpec{node: "twin", ips: []string{"10.0.0.14"}}, verdict: Wait, reason: ReasonInstanceAmbiguous},
 		{name: "a deleted server is not found by provider ID", nodes: []*corev1.Node{node("node-dead", "openstack:///id-dead")}, spec: csrSpec{node: "node-dead", ips: []string{"10.0.0.13"}}, verdict: Deny, reason: ReasonInstanceNotFound},
 		{name: "a Nova error is no decision", err: errors.New("nova: 500"), spec: csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}},
 		{name: "a floating IP on the server's port is approved", spec: csrSpec{node: "node-b", ips: []string{"10.0.0.11", "198.18.0.11"}}, verdict: Approve, reason: ReasonVerified},
@@ -224,7 +224,7 @@ func TestOpenStackCloudLookups(t *testing.T) {
 			t.Run(mode+": "+tt.name, func(t *testing.T) {
 				c := &fakeCompute{servers: compute.servers, err: tt.err}
 				o := &fakeOwnership{servers: compute.servers, overrides: testCloud().views}
-				e := NewEvaluator(NewOpenStackCloud(c, o, tt.region, testProject, CloudOptions{Window: 300 * time.Millisecond}), nodeGetter(tt.nodes...), nil, testPolicy)
+				e := NewEvaluator(NewOpenStackCloud(c, o, tt.region, testProject, CloudOptions{Window: 300 * time.Millisecond}), withRegistered(tt.nodes, tt.spec.node, "node-off"), nil, testPolicy)
 				csr := makeCSR(t, tt.spec)
 				var d Decision
 				var err error

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,7 +72,21 @@ type Options struct {
 	// Signer, when set, issues the certificate of every request the
 	// approver approves (--sign-with-ca-dir).
 	Signer Signer
+	// MaxIssuedPerNode and MaxDenialsPerNode are per-node budgets over
+	// NodeBudgetWindow (see budget.go): approvals over the first stay
+	// pending with an Event, denials over the second stay pending without
+	// one. 0 takes the default; negative: no budget.
+	MaxIssuedPerNode  int
+	MaxDenialsPerNode int
+	NodeBudgetWindow  time.Duration
+	// EventQPS limits the Events written (new ones; 0: DefaultEventQPS,
+	// negative: no limit), apart from the decisions' writes.
+	EventQPS float64
 }
+
+// DefaultEventQPS lets a join burst's folded Events through and keeps a
+// flood's from competing with approvals for the apiserver client.
+const DefaultEventQPS = 5
 
 // byUsername indexes CSRs by spec.username, to count a node's pending ones.
 const byUsername = "byUsername"
@@ -103,11 +117,27 @@ type Controller struct {
 	// waiting holds the last Wait message per request, so its Event is
 	// recorded once per state, not at every recheck.
 	waiting sync.Map // CSR name → string
+	// order keeps each node's pending requests in decision order.
+	order *nodeOrder
+	// issuedBudget and denialBudget are the per-node budgets.
+	issuedBudget, denialBudget *nodeBudget
 	// issued holds the requests this process wrote a certificate for: the
 	// informer may still show one approved and unsigned (the event of the
 	// certificate's write not yet arrived), and it must not be signed and
 	// written twice. Forgotten when the request is deleted.
 	issued sync.Map // CSR name → struct{}
+	// oversize holds, by UID, the size of each pending request whose body
+	// the cache dropped for being larger than a kubelet ever sends: it is
+	// denied from this alone, and a flood of them costs no memory.
+	oversize sync.Map // oversizeKey → int
+	// written holds the requests this process wrote a decision for until
+	// the informer shows it: a sync meanwhile (another request's decision
+	// re-queues it) sees the stale, pending copy and must not decide, write
+	// and spend the node's budget again.
+	written sync.Map // CSR name → struct{}
+	// reported holds the misconfigurations already logged and recorded
+	// (a control-plane endpoint that is a node's address), once each.
+	reported sync.Map // message → struct{}
 }
 
 // NewController builds a Controller on client; Run starts it.
@@ -126,6 +156,18 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	}
 	if opts.WaitRecheck <= 0 {
 		opts.WaitRecheck = 15 * time.Second
+	}
+	if opts.MaxIssuedPerNode == 0 {
+		opts.MaxIssuedPerNode = DefaultMaxIssuedPerNode
+	}
+	if opts.MaxDenialsPerNode == 0 {
+		opts.MaxDenialsPerNode = DefaultMaxDenialsPerNode
+	}
+	if opts.NodeBudgetWindow <= 0 {
+		opts.NodeBudgetWindow = DefaultNodeBudgetWindow
+	}
+	if opts.EventQPS == 0 {
+		opts.EventQPS = DefaultEventQPS
 	}
 	reg := opts.Registerer
 	if reg == nil {
@@ -155,6 +197,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		now:    time.Now,
 		events: newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
+	c.order = newNodeOrder()
+	c.issuedBudget = newNodeBudget(opts.MaxIssuedPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
+	c.denialBudget = newNodeBudget(opts.MaxDenialsPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	// Only kubelet serving requests are listed and watched; the handler
 	// filters again for clients (and fakes) that ignore field selectors.
 	c.csrFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
@@ -178,6 +223,23 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	// cache small.
 	if err := nodeInf.Informer().SetTransform(slimNode); err != nil {
 		return nil, fmt.Errorf("new approver: node transform: %w", err)
+	}
+	if err := c.csrInformer.SetTransform(c.slimCSR); err != nil {
+		return nil, fmt.Errorf("new approver: CSR transform: %w", err)
+	}
+	// A request waits for its Node (checkInstance); the Node's arrival,
+	// or its providerID set by the CCM, is when to look again.
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.onNode,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := obj.(*corev1.Node)
+			if ok1 && ok2 && o.Spec.ProviderID != n.Spec.ProviderID {
+				c.onNode(obj)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("new approver: node handler: %w", err)
 	}
 	c.csrs, c.nodes = csrInf.Lister(), nodeInf.Lister()
 	c.synced = []cache.InformerSynced{c.csrInformer.HasSynced, nodeInf.Informer().HasSynced}
@@ -206,6 +268,52 @@ func slimNode(obj any) (any, error) {
 		return n, nil
 	}
 	return obj, nil
+}
+
+// maxRequestBytes is the largest spec.request looked at: a kubelet's
+// (PEM, one key, its names and addresses) is under 2 KiB even with RSA
+// 4096; anything much larger is padding.
+const maxRequestBytes = 16 << 10
+
+// slimCSR keeps in the cache only what decisions read: no managed fields,
+// no request body once the request is decided (unless the built-in signer
+// still has to sign it), and none of an oversize pending request (its
+// size is kept aside and it is denied for it).
+func (c *Controller) slimCSR(obj any) (any, error) {
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return obj, nil
+	}
+	csr.ManagedFields = nil
+	switch {
+	case isPending(csr):
+		if n := len(csr.Spec.Request); n > maxRequestBytes {
+			c.oversize.Store(oversizeKey(csr), n)
+			csr.Spec.Request = nil
+		}
+	case c.opts.Signer != nil && awaitsOurSignature(csr):
+	default:
+		csr.Spec.Request = nil
+		c.oversize.Delete(oversizeKey(csr))
+	}
+	return csr, nil
+}
+
+// oversizeKey names one request: its UID and name (a request of the same
+// name created again is another one).
+func oversizeKey(csr *certificatesv1.CertificateSigningRequest) string {
+	return string(csr.UID) + "/" + csr.Name
+}
+
+// onNode queues the pending requests of a Node's kubelet.
+func (c *Controller) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	for _, csr := range c.pendingOf(nodeUserPrefix + n.Name) {
+		c.queue.Add(csr.Name)
+	}
 }
 
 func (c *Controller) getNode(_ context.Context, name string) (*corev1.Node, error) {
@@ -243,17 +351,23 @@ func (c *Controller) onChange(obj any) {
 	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return
 	}
+	c.order.changed(csr.Spec.Username)
 	if (isPending(csr) && csr.DeletionTimestamp == nil) || (c.opts.Signer != nil && awaitsOurSignature(csr)) {
 		c.queue.Add(csr.Name)
 		return
 	}
+	c.oversize.Delete(oversizeKey(csr))
+	c.written.Delete(csr.Name)
 	c.dryRunPending.Delete(csr.Name)
 	c.waiting.Delete(csr.Name)
 	if _, still, _ := c.csrInformer.GetIndexer().GetByKey(csr.Name); !still {
 		c.issued.Delete(csr.Name)
 	}
 	if c.opts.MaxPendingPerNode > 0 {
-		for _, other := range c.pendingOf(csr.Spec.Username) {
+		// Only the oldest few can be decided next: queueing all of a
+		// flooding node's requests at every decision is quadratic.
+		pending := c.pendingOf(csr.Spec.Username)
+		for _, other := range pending[:min(len(pending), c.opts.MaxPendingPerNode)] {
 			c.queue.Add(other.Name)
 		}
 	}
@@ -270,8 +384,13 @@ func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
 }
 
 // pendingOf returns the user's pending kubelet serving requests that count
-// against the per-node cap, oldest first.
+// against the per-node cap, oldest first (the shared order: read only).
 func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSigningRequest {
+	return c.order.pending(username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(username) }).list
+}
+
+// listPending lists the user's pending requests from the cache, unsorted.
+func (c *Controller) listPending(username string) []*certificatesv1.CertificateSigningRequest {
 	objs, err := c.csrInformer.GetIndexer().ByIndex(byUsername, username)
 	if err != nil {
 		return nil
@@ -287,12 +406,6 @@ func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSig
 		}
 		out = append(out, csr)
 	}
-	slices.SortFunc(out, func(a, b *certificatesv1.CertificateSigningRequest) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return compareStrings(a.Name, b.Name)
-	})
 	return out
 }
 
@@ -313,8 +426,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
-		c.broadcaster.StartRecordingToSink(&countingEventSink{
-			EventSinkImpl: typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, writes: c.metrics.writes})
+		sink := &countingEventSink{
+			EventSinkImpl: typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, writes: c.metrics.writes, dropped: c.metrics.eventsDropped}
+		if c.opts.EventQPS > 0 {
+			sink.limiter = rate.NewLimiter(rate.Limit(c.opts.EventQPS), max(1, int(4*c.opts.EventQPS)))
+		}
+		c.broadcaster.StartRecordingToSink(sink)
 		c.broadcaster.StartStructuredLogging(4)
 		defer c.broadcaster.Shutdown()
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stackward-approver"})

@@ -3,6 +3,7 @@ package approver
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +29,41 @@ func fastRetries() workqueue.TypedRateLimiter[string] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 100*time.Millisecond)
 }
 
+// withNodesFor adds a registered Node (no provider ID yet) for every
+// requestor of a CSR in objs that has none there, as kubelets register
+// theirs before asking.
+func withNodesFor(objs ...runtime.Object) []runtime.Object {
+	have := map[string]bool{}
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			have[n.Name] = true
+		}
+	}
+	out := slices.Clone(objs)
+	for _, o := range objs {
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		if !ok {
+			continue
+		}
+		if name, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix); ok && !have[name] {
+			have[name] = true
+			out = append(out, node(name, ""))
+		}
+	}
+	return out
+}
+
 // startController runs a controller on a fake clientset holding objs until
 // the test ends.
 func startController(t *testing.T, cloud Cloud, opts Options, objs ...runtime.Object) (kubernetes.Interface, *prometheus.Registry) {
 	t.Helper()
-	client := fake.NewClientset(objs...)
+	client := fake.NewClientset(withNodesFor(objs...)...)
+	return client, startControllerOn(t, client, cloud, opts)
+}
+
+// startControllerOn runs a controller on client until the test ends.
+func startControllerOn(t *testing.T, client kubernetes.Interface, cloud Cloud, opts Options) *prometheus.Registry {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	if opts.RateLimiter == nil {
@@ -55,7 +86,7 @@ func startController(t *testing.T, cloud Cloud, opts Options, objs ...runtime.Ob
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return client, reg
+	return reg
 }
 
 func condition(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequestCondition {
@@ -142,7 +173,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, want map[s
 func TestControllerApprovesDeniesAndRecords(t *testing.T) {
 	good := makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}, dns: []string{"node-a"}})
 	stolenIP := makeCSR(t, csrSpec{name: "stolen-ip", node: "node-a", ips: []string{"10.0.0.11"}})
-	early := makeCSR(t, csrSpec{name: "early-join", node: "kubernetes-worker-1", ips: []string{"10.0.0.18"}}) // no Node object yet
+	early := makeCSR(t, csrSpec{name: "early-join", node: "kubernetes-worker-1", ips: []string{"10.0.0.18"}}) // a Node without provider ID
 	other := makeCSR(t, csrSpec{name: "client", node: "node-a", signer: certificatesv1.KubeAPIServerClientKubeletSignerName, ips: []string{"10.0.0.11"}})
 	decided := makeCSR(t, csrSpec{name: "decided", node: "node-a", ips: []string{"10.0.0.11"}})
 	decided.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "SomeoneElse"}}
@@ -158,7 +189,7 @@ func TestControllerApprovesDeniesAndRecords(t *testing.T) {
 		t.Errorf("stolen-ip: condition %+v, want Denied/%s naming the SAN and the cloud's addresses", c, ReasonIPNotOfInstance)
 	}
 	if c := waitCondition(t, client, "early-join"); c.Type != certificatesv1.CertificateApproved {
-		t.Errorf("early-join: condition %+v, want Approved (found by name before the Node exists)", c)
+		t.Errorf("early-join: condition %+v, want Approved (found by name before the CCM initialized the Node)", c)
 	}
 	if e := waitEvent(t, client, "good", ReasonVerified); e.Type != corev1.EventTypeNormal || !strings.Contains(e.Message, "Approved") {
 		t.Errorf("approval event %s %q", e.Type, e.Message)
@@ -243,7 +274,7 @@ func TestPendingPerNodeCapDecidesOldestFirst(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	old := makeCSR(t, csrSpec{name: "old", node: "node-a", ips: []string{"10.0.0.10"}, created: base})
 	newer := makeCSR(t, csrSpec{name: "newer", node: "node-a", ips: []string{"10.0.0.10"}, created: base.Add(time.Minute)})
-	client := fake.NewClientset(old, newer)
+	client := fake.NewClientset(withNodesFor(old, newer)...)
 	reg := prometheus.NewRegistry()
 	rec := record.NewFakeRecorder(10)
 	c, err := NewController(client, testCloud(), Options{Policy: testPolicy, MaxPendingPerNode: 1, Registerer: reg, Recorder: rec})
@@ -290,7 +321,7 @@ func TestNewControllerRejectsASharedRegistererTwice(t *testing.T) {
 
 func TestAFailedApprovalUpdateIsRetried(t *testing.T) {
 	csr := makeCSR(t, csrSpec{name: "conflicted", node: "node-a", ips: []string{"10.0.0.10"}})
-	client := fake.NewClientset(csr)
+	client := fake.NewClientset(withNodesFor(csr)...)
 	failures := 2
 	client.PrependReactor("update", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "approval" && failures > 0 {

@@ -32,6 +32,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if !isPending(csr) && !resign {
 		return nil // already decided: never touched twice
 	}
+	if _, done := c.written.Load(name); done && !resign {
+		return nil // decided by us; the cache has not caught up yet
+	}
 	logger := klog.FromContext(ctx).WithValues("csr", name, "user", csr.Spec.Username)
 	if node, ok := strings.CutPrefix(csr.Spec.Username, nodeUserPrefix); ok {
 		logger = logger.WithValues("node", node)
@@ -39,17 +42,25 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if limit := c.opts.MaxPendingPerNode; limit > 0 {
-		pending := c.pendingOf(csr.Spec.Username)
-		if i := indexOf(pending, name); i >= limit || (i < 0 && len(pending) >= limit) {
+		order := c.order.pending(csr.Spec.Username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(csr.Spec.Username) })
+		pending := order.list
+		if i := order.position(name); i >= limit || (i < 0 && len(pending) >= limit) {
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
-			logger.Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
+			// Debug level: a flooding node defers thousands of requests.
+			logger.V(4).Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
 				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
 			return nil
 		}
 	}
 
 	start := c.now()
-	d, err := c.evaluator.Evaluate(ctx, csr)
+	var d Decision
+	if n, big := c.oversize.Load(oversizeKey(csr)); big && len(csr.Spec.Request) == 0 {
+		// The cache dropped the body; its size alone decides.
+		d, err = tooLarge(n.(int))
+	} else {
+		d, err = c.evaluator.Evaluate(ctx, csr)
+	}
 	if err != nil {
 		c.metrics.observe(outcomeRequeued, reasonCouldNotCheck, c.now().Sub(start).Seconds())
 		// One Event and one log line per outage, not per retry: a cloud
@@ -67,6 +78,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	evaluated := c.now()
 	c.metrics.steps.WithLabelValues(stepEvaluate).Observe(evaluated.Sub(start).Seconds())
 	var outcome string
+	quiet := false // a recheck that found the same: logged at debug level
 	if d.Verdict != Wait {
 		c.waiting.Delete(name)
 	}
@@ -75,17 +87,32 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		outcome = outcomeWaiting
 		if last, seen := c.waiting.Swap(name, d.Message); !seen || last != d.Message {
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Left pending: "+d.Message)
+		} else {
+			quiet = true
 		}
 		c.queue.AddAfter(name, c.opts.WaitRecheck)
 	case Approve:
+		if ok, after := c.reserve(c.issuedBudget, csr.Spec.Username, resign); !ok {
+			msg := fmt.Sprintf("%s was approved %d certificates within %s (--max-certificates-per-node); a kubelet needs one at a time. Left pending; looked at again in %s",
+				csr.Spec.Username, c.opts.MaxIssuedPerNode, c.opts.NodeBudgetWindow, after.Round(time.Second))
+			if last, seen := c.waiting.Swap(name, msg); !seen || last != msg {
+				c.recorder.Event(csr, corev1.EventTypeWarning, reasonOverIssueBudget, "Left pending: "+msg)
+			}
+			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverIssueBudget).Inc()
+			logger.V(2).Info("Leaving CSR pending: the node's certificate budget is spent", "retryAfter", after)
+			c.queue.AddAfter(name, after)
+			return nil
+		}
 		outcome = outcomeApproved
 		approved := csr
 		if !resign {
 			if approved, err = c.setCondition(ctx, csr, certificatesv1.CertificateApproved, d); err != nil {
+				c.issuedBudget.release(csr.Spec.Username)
 				return c.updateFailed(ctx, start, err)
 			}
 			c.events.fold(csr, corev1.EventTypeNormal, d.Reason, "Approved: "+d.Message)
 		}
+		c.reportWarnings(ctx, csr, d)
 		if c.opts.Signer != nil && approved != nil {
 			if err := c.sign(ctx, approved); err != nil {
 				return c.updateFailed(ctx, start, err)
@@ -95,11 +122,20 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
 			c.dryRunPending.Store(name, struct{}{})
+			c.order.changed(csr.Spec.Username) // no longer counts against the cap
 			for _, next := range c.pendingOf(csr.Spec.Username) {
 				c.queue.Add(next.Name) // may have waited behind this one
 			}
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Would deny (left pending by --leave-pending-on-deny): "+d.Message)
 			break
+		}
+		if ok, after := c.reserve(c.denialBudget, csr.Spec.Username, resign); !ok {
+			// No write and no Event: a node sending bad request after bad
+			// request must not spend the apiserver budget approvals need.
+			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverDenialBudget).Inc()
+			logger.V(4).Info("Leaving CSR pending: the node's denial budget is spent", "reason", d.Reason, "retryAfter", after)
+			c.queue.AddAfter(name, after)
+			return nil
 		}
 		outcome = outcomeDenied
 		if resign {
@@ -108,6 +144,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			break
 		}
 		if _, err := c.setCondition(ctx, csr, certificatesv1.CertificateDenied, d); err != nil {
+			c.denialBudget.release(csr.Spec.Username)
 			return c.updateFailed(ctx, start, err)
 		}
 		c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Denied: "+d.Message)
@@ -120,7 +157,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	elapsed := end.Sub(start)
 	c.metrics.observe(outcome, d.Reason, elapsed.Seconds())
-	logger.Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
+	logger.V(logLevel(quiet)).Info("Decided CSR", "decision", outcome, "reason", d.Reason, "message", d.Message, "duration", elapsed)
 	return nil
 }
 
@@ -146,6 +183,7 @@ func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.Certi
 	if err != nil {
 		return nil, fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
 	}
+	c.written.Store(csr.Name, struct{}{})
 	return got, nil
 }
 
@@ -157,11 +195,30 @@ func (c *Controller) updateFailed(ctx context.Context, start time.Time, err erro
 	return err
 }
 
-func indexOf(csrs []*certificatesv1.CertificateSigningRequest, name string) int {
-	for i, csr := range csrs {
-		if csr.Name == name {
-			return i
+// reportWarnings logs and records each misconfiguration a decision found
+// once per process (every later request of that node would repeat it).
+func (c *Controller) reportWarnings(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, d Decision) {
+	for _, w := range d.Warnings {
+		if _, seen := c.reported.LoadOrStore(w.Message, struct{}{}); seen {
+			continue
 		}
+		klog.FromContext(ctx).Info("Misconfiguration", "reason", w.Reason, "message", w.Message)
+		c.recorder.Event(csr, corev1.EventTypeWarning, w.Reason, w.Message)
 	}
-	return -1
+}
+
+func logLevel(quiet bool) int {
+	if quiet {
+		return 4
+	}
+	return 0
+}
+
+// reserve takes one of the node's budget unless exempt (a request approved
+// earlier that only needs its certificate, or is left unsigned).
+func (c *Controller) reserve(b *nodeBudget, user string, exempt bool) (bool, time.Duration) {
+	if exempt {
+		return true, 0
+	}
+	return b.reserve(user)
 }

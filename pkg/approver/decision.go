@@ -43,6 +43,24 @@ type Decision struct {
 	Verdict Verdict
 	Reason  string
 	Message string
+	// Warnings are misconfigurations found on the way (an approval stands
+	// regardless); the controller reports each once.
+	Warnings []Warning
+}
+
+// Warning is a misconfiguration for an operator to fix.
+type Warning struct {
+	Reason  string
+	Message string
+}
+
+// ReasonControlPlaneEndpointIsNodeAddress: a configured control-plane
+// endpoint is a node's own, cloud-verified address; only addresses no node
+// owns belong there.
+const ReasonControlPlaneEndpointIsNodeAddress = "ControlPlaneEndpointIsNodeAddress"
+
+func tooLarge(n int) (Decision, error) {
+	return deny(ReasonRequestTooLarge, "spec.request is %d bytes; a kubelet's is under 2 KiB, and at most %d are looked at", n, maxRequestBytes)
 }
 
 // Reasons. Each names what a person has to look at.
@@ -50,17 +68,18 @@ const (
 	// ReasonVerified: every check passed against the cloud.
 	ReasonVerified = "StackwardVerified"
 
-	ReasonNotNodeRequestor     = "NotNodeRequestor"
-	ReasonSubjectMismatch      = "SubjectMismatch"
-	ReasonInvalidRequest       = "InvalidRequest"
-	ReasonDisallowedUsages     = "DisallowedUsages"
-	ReasonDisallowedSAN        = "DisallowedSAN"
-	ReasonNoIPSAN              = "NoIPSAN"
-	ReasonForbiddenDNSName     = "ForbiddenDNSName"
-	ReasonCARequested          = "CARequested"
-	ReasonWeakKey              = "WeakKey"
-	ReasonExpirationTooLong    = "ExpirationTooLong"
-	ReasonInstanceNotFound     = "InstanceNotFound"
+	ReasonNotNodeRequestor  = "NotNodeRequestor"
+	ReasonSubjectMismatch   = "SubjectMismatch"
+	ReasonInvalidRequest    = "InvalidRequest"
+	ReasonDisallowedUsages  = "DisallowedUsages"
+	ReasonDisallowedSAN     = "DisallowedSAN"
+	ReasonNoIPSAN           = "NoIPSAN"
+	ReasonForbiddenDNSName  = "ForbiddenDNSName"
+	ReasonCARequested       = "CARequested"
+	ReasonWeakKey           = "WeakKey"
+	ReasonExpirationTooLong = "ExpirationTooLong"
+	ReasonInstanceNotFound  = "InstanceNotFound"
+	// ReasonInstanceAmbiguous (Wait): several servers carry the node's name.
 	ReasonInstanceAmbiguous    = "InstanceAmbiguous"
 	ReasonInvalidProviderID    = "InvalidProviderID"
 	ReasonInstanceDeleted      = "InstanceDeleted"
@@ -82,6 +101,14 @@ const (
 	// ReasonInstanceNotRunning (Wait): the instance cannot run a kubelet
 	// now; the request stays pending until it does.
 	ReasonInstanceNotRunning = "InstanceNotRunning"
+	// ReasonNodeNotRegistered (Wait): no Node of the requestor's name
+	// exists (or it is being deleted); the request stays pending until the
+	// kubelet registers it.
+	ReasonNodeNotRegistered = "NodeNotRegistered"
+	// ReasonTooManySANs: more SANs than any node has names and addresses.
+	ReasonTooManySANs = "TooManySANs"
+	// ReasonRequestTooLarge: spec.request larger than a kubelet ever sends.
+	ReasonRequestTooLarge = "RequestTooLarge"
 
 	// Reasons of outcomes that are not decisions (metrics, Events, logs).
 	reasonOtherSigner   = "OtherSigner"

@@ -47,7 +47,8 @@ type Policy struct {
 	// DNSSuffixes allow the DNS SAN <name>.<suffix> for the node and server
 	// names (no leading dot needed).
 	DNSSuffixes []string
-	// MaxExpiration caps spec.expirationSeconds; zero means no cap.
+	// MaxExpiration caps spec.expirationSeconds; zero means
+	// DefaultMaxExpiration.
 	MaxExpiration time.Duration
 	// Addresses shapes the instance's addresses exactly as the CCM does.
 	Addresses nodeaddress.Options
@@ -63,8 +64,12 @@ type Policy struct {
 	// AllowAccessIPs trusts accessIPv4/v6, which any project member can set
 	// (--allow-access-ips).
 	AllowAccessIPs bool
-	// ServiceCIDRs and ControlPlaneEndpoints are never certified, nor are
-	// loopback, link-local, multicast and unspecified addresses.
+	// ServiceCIDRs are never certified, nor are loopback, link-local,
+	// multicast and unspecified addresses. ControlPlaneEndpoints are
+	// addresses no node owns (a VIP, a load balancer's address): certified
+	// for no node. A node's own cloud-verified address is certified for it
+	// even when listed here (a kubeadm control-plane host's advertise
+	// address is its node IP), and the listing is reported once.
 	ServiceCIDRs          []netip.Prefix
 	ControlPlaneEndpoints []netip.Addr
 }
@@ -100,10 +105,12 @@ type request struct {
 	addresses []corev1.NodeAddress
 	// trust is which of them the cloud controls.
 	trust nodeaddress.Trust
+	// warnings are misconfigurations found on the way.
+	warnings []Warning
 }
 
-// NewEvaluator returns an Evaluator. nodes may be nil (the instance is then
-// always looked up by name); sar nil disables the SubjectAccessReview check.
+// NewEvaluator returns an Evaluator. nodes nil finds no Node (every request
+// then waits for one); sar nil disables the SubjectAccessReview check.
 func NewEvaluator(cloud Cloud, nodes NodeGetter, sar SubjectAccessReviewer, policy Policy) *Evaluator {
 	if nodes == nil {
 		nodes = func(context.Context, string) (*corev1.Node, error) { return nil, nil }
@@ -168,7 +175,7 @@ func (e *Evaluator) evaluate(ctx context.Context, csr *certificatesv1.Certificat
 			return d, nil
 		}
 	}
-	return Decision{Verdict: Approve, Reason: ReasonVerified, Message: verifiedMessage(r)}, nil
+	return Decision{Verdict: Approve, Reason: ReasonVerified, Message: verifiedMessage(r), Warnings: r.warnings}, nil
 }
 
 func verifiedMessage(r *request) string {

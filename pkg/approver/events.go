@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -105,13 +106,23 @@ func (a *eventAggregator) record(k eventKey, g *eventGroup) {
 		what, len(g.names), k.reason, a.window, strings.Join(names, ", "), more)
 }
 
-// countingEventSink counts the Event writes of the broadcaster.
+// countingEventSink counts the Event writes of the broadcaster. New Events
+// go through their own limiter (limiter nil: none), so that a flood of
+// requests cannot spend the write budget approvals need: beyond it they are
+// dropped and counted. Updates of an Event's count are not limited (the
+// broadcaster's correlator already folds repeats into them).
 type countingEventSink struct {
 	typedcorev1.EventSinkImpl
-	writes *prometheus.CounterVec
+	writes  *prometheus.CounterVec
+	limiter *rate.Limiter
+	dropped prometheus.Counter
 }
 
 func (s *countingEventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	if s.limiter != nil && !s.limiter.Allow() {
+		s.dropped.Inc()
+		return e, nil
+	}
 	s.writes.WithLabelValues("events", "create").Inc()
 	return s.EventSinkImpl.Create(e)
 }

@@ -59,6 +59,7 @@ type csrSpec struct {
 	cn         *string
 	org        []string
 	noOrg      bool
+	ou         []string
 	dns, ips   []string
 	emails     []string
 	uris       []string
@@ -97,6 +98,7 @@ func csrPEM(t testing.TB, s csrSpec) []byte {
 	if s.noOrg {
 		tmpl.Subject.Organization = nil
 	}
+	tmpl.Subject.OrganizationalUnit = s.ou
 	for _, ip := range s.ips {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
 	}
@@ -195,7 +197,8 @@ func (c *fakeCloud) InstanceForNode(ctx context.Context, providerID, nodeName st
 func derivedView(srv *openstack.Server) nodeaddress.CloudView {
 	v := nodeaddress.CloudView{Server: srv}
 	for _, name := range slices.Sorted(maps.Keys(srv.Addresses)) {
-		p := openstack.Port{ID: "port-" + srv.ID + "-" + name, DeviceID: srv.ID, ProjectID: testProject, NetworkID: "net-" + name}
+		p := openstack.Port{ID: "port-" + srv.ID + "-" + name, DeviceID: srv.ID, ProjectID: testProject, NetworkID: "net-" + name,
+			Status: openstack.PortStatusActive, BindingHostID: "compute-1", BindingHostKnown: true}
 		for _, a := range srv.Addresses[name] {
 			if a.Type != openstack.AddressFloating {
 				p.FixedIPs = append(p.FixedIPs, openstack.FixedIP{IPAddress: a.Addr})
@@ -274,10 +277,23 @@ func testCloud() *fakeCloud {
 	// Another project's network of the same name (Neutron allows it).
 	xnetView.Ports[0].NetworkID, xnetView.Networks[0].ID, xnetView.Networks[0].ProjectID = "net-theirs", "net-theirs", "other"
 	noport := server("id-noport", "node-noport", openstack.StatusActive, "10.0.0.25", "")
+	going := server("id-going", "node-going", openstack.StatusActive, "10.0.0.27", "")
+	going.TaskState = "deleting"
+	// A member created a port with node-forged's device_id (Neutron allows
+	// it): never bound, DOWN; Nova lists its address after a cache refresh.
+	forged := server("id-forged", "node-forged", openstack.StatusActive, "10.0.0.28", "")
+	forged.Addresses["private"] = append(forged.Addresses["private"], openstack.ServerAddress{Addr: "10.0.0.29", Version: 4, Type: openstack.AddressFixed})
+	forgedView := derivedView(&forged)
+	forgedView.Ports[0].FixedIPs = forgedView.Ports[0].FixedIPs[:1]
+	forgedView.Ports = append(forgedView.Ports, openstack.Port{ID: "port-forged", DeviceID: "id-forged", ProjectID: testProject, NetworkID: "net-private",
+		Status: "DOWN", FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.29"}}})
 	return &fakeCloud{views: map[string]nodeaddress.CloudView{
-		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport},
+		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport}, "id-forged": forgedView,
 	}, servers: []openstack.Server{
-		acc, svc, other, xport, xnet, noport,
+		acc, svc, other, xport, xnet, noport, going, forged,
+		// A kubeadm control-plane host: its node IP is the endpoint that
+		// testPolicy (as an operator misreading the flag would) lists.
+		server("id-cp", "cp-1", openstack.StatusActive, "10.0.0.2", ""),
 		server("id-kelvin", "node-\u212a", openstack.StatusActive, "10.0.0.26", ""),
 		server("id-a", "node-a", openstack.StatusActive, "10.0.0.10", "198.18.0.10"),
 		server("id-b", "node-b", openstack.StatusActive, "10.0.0.11", "198.18.0.11"),
@@ -296,6 +312,20 @@ func node(name, providerID string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 }
 
+// registered finds a Node, with no provider ID yet, for every name: each
+// requestor has registered and the CCM has initialized none.
+func registered(_ context.Context, name string) (*corev1.Node, error) { return node(name, ""), nil }
+
+// withRegistered is nodeGetter over nodes, plus a Node with no provider ID
+// for each of names that nodes do not hold.
+func withRegistered(nodes []*corev1.Node, names ...string) NodeGetter {
+	all := slices.Clone(nodes)
+	for _, n := range names {
+		all = append(all, node(n, ""))
+	}
+	return nodeGetter(all...)
+}
+
 func nodeGetter(nodes ...*corev1.Node) NodeGetter {
 	return func(_ context.Context, name string) (*corev1.Node, error) {
 		for _, n := range nodes {
@@ -308,4 +338,4 @@ func nodeGetter(nodes ...*corev1.Node) NodeGetter {
 }
 
 var testPolicy = Policy{DNSSuffixes: []string{".cluster.example."}, MaxExpiration: 48 * time.Hour, ProjectID: testProject,
-	ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, ControlPlaneEndpoints: []netip.Addr{netip.MustParseAddr("10.0.0.2")}}
+	ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, ControlPlaneEndpoints: []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")}}

@@ -86,7 +86,7 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 		}
 	}
 	early := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.21"}, {Type: corev1.NodeHostName, Address: "worker-1"}}
-	e := NewEvaluator(cloud, nil, nil, testPolicy)
+	e := NewEvaluator(cloud, registered, nil, testPolicy)
 	if d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", early, testKeys()["p256"])); err != nil || d.Verdict != Approve {
 		t.Errorf("early join: %s/%s (%s), %v; want approved", d.Verdict, d.Reason, d.Message, err)
 	}
@@ -95,7 +95,7 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 	all, _ := nodeaddress.For(&srv, nodeaddress.Options{})
 	policy := testPolicy
 	policy.Addresses = nodeaddress.Options{InternalNetworkNames: []string{"private"}}
-	e = NewEvaluator(cloud, nil, nil, policy)
+	e = NewEvaluator(cloud, registered, nil, policy)
 	if d, err := e.Evaluate(context.Background(), kubeletCSR(t, "worker-1", all, testKeys()["p256"])); err != nil || d.Verdict != Deny || d.Reason != ReasonUntrustedAddress {
 		t.Errorf("address on a network the CCM leaves out: %s/%s (%s), %v; want denied", d.Verdict, d.Reason, d.Message, err)
 	}

@@ -41,6 +41,8 @@ type metrics struct {
 	// writes counts what deciding costs the apiserver (approvals, Events);
 	// leader election renewals are not decisions and not counted.
 	writes *prometheus.CounterVec
+	// eventsDropped counts Events over the Event limit, not written.
+	eventsDropped prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -63,8 +65,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stackward_approver_apiserver_writes_total",
 			Help: "Apiserver writes made to record decisions, by resource (certificatesigningrequests/approval, certificatesigningrequests/status when signing, events) and verb, failed ones included.",
 		}, []string{"resource", "verb"}),
+		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stackward_approver_events_dropped_total",
+			Help: "Events not written because they were over the approver's own Event rate limit (a flood of requests).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.steps, m.writes} {
+	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.steps, m.writes, m.eventsDropped} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

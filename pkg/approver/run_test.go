@@ -25,7 +25,7 @@ import (
 // fake apiserver: it takes the Lease, approves, serves health and metrics,
 // and on cancel stops cleanly and gives the Lease up.
 func TestRunLeadsDecidesServesAndShutsDown(t *testing.T) {
-	client := fake.NewClientset(makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}}))
+	client := fake.NewClientset(makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}}), node("node-a", ""))
 	cfg := Config{
 		Options: Options{Policy: testPolicy, RateLimiter: fastRetries()},
 		Cloud:   testCloud(),

@@ -39,7 +39,7 @@ func TestSubjectAccessReview(t *testing.T) {
 				out.Status.EvaluationError = tt.evalErr
 				return true, out, nil
 			})
-			e := NewEvaluator(testCloud(), nil, client.AuthorizationV1().SubjectAccessReviews(), testPolicy)
+			e := NewEvaluator(testCloud(), registered, client.AuthorizationV1().SubjectAccessReviews(), testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, csrSpec{node: "node-a", ips: []string{"10.0.0.10"}}))
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {

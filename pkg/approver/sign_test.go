@@ -145,6 +145,9 @@ func TestTheBuiltInSignerIssuesEachCertificateOnce(t *testing.T) {
 	if err := idx.Add(csr); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.nodeFactory.Core().V1().Nodes().Informer().GetIndexer().Add(node("node-a", "")); err != nil {
+		t.Fatal(err)
+	}
 	_, ctx := ktesting.NewTestContext(t)
 	if err := c.sync(ctx, "a"); err != nil {
 		t.Fatal(err)

@@ -53,14 +53,14 @@ func TestAgainstTheSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client := fake.NewClientset(
+	client := fake.NewClientset(withNodesFor(
 		node("node-1", "openstack:///"+ids["node-1"]),
 		makeCSR(t, csrSpec{name: "node-1-serving", node: "node-1", ips: []string{"10.0.0.11", floating}, dns: []string{"node-1"}}),
 		makeCSR(t, csrSpec{name: "node-1-steals", node: "node-1", ips: []string{"10.0.0.11", "10.0.0.12"}}),
 		makeCSR(t, csrSpec{name: "node-2-early", node: "node-2", ips: []string{"10.0.0.12"}}),
 		makeCSR(t, csrSpec{name: "node-3-access-ip", node: "node-3", ips: []string{"10.0.0.13", "203.0.113.30"}}),
 		makeCSR(t, csrSpec{name: "node-4-shutoff", node: "node-4", ips: []string{"10.0.0.14"}}),
-	)
+	)...)
 	cfg := Config{Options: Options{RateLimiter: fastRetries(), WaitRecheck: 50 * time.Millisecond}, CloudConfig: conf, MetricsBindAddress: "0"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

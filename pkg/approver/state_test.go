@@ -27,7 +27,7 @@ func TestInstanceStateDecidesWhetherToWait(t *testing.T) {
 	} {
 		t.Run(tt.status, func(t *testing.T) {
 			cloud := &fakeCloud{servers: []openstack.Server{server("id-s", "node-s", tt.status, "10.0.0.40", "")}}
-			e := NewEvaluator(cloud, nil, nil, testPolicy)
+			e := NewEvaluator(cloud, registered, nil, testPolicy)
 			d, err := e.Evaluate(context.Background(), makeCSR(t, csrSpec{node: "node-s", ips: []string{"10.0.0.40"}}))
 			if err != nil || d.Verdict != tt.verdict {
 				t.Fatalf("got %s/%s (%s), %v; want %s", d.Verdict, d.Reason, d.Message, err, tt.verdict)

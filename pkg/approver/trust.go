@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/stackward/stackward/pkg/nodeaddress"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // The address-trust part of the policy: which IPs may ever be certified,
@@ -19,16 +20,39 @@ import (
 var notRunning = []string{"SHUTOFF", "SUSPENDED", "PAUSED", "SHELVED", "SHELVED_OFFLOADED", "ERROR"}
 
 // forbiddenRanges are the configured ranges never put in a certificate.
+// The control-plane endpoints are not among them: they are forbidden only
+// as addresses no node owns (see controlPlaneEndpoint).
 func (p Policy) forbiddenRanges() []nodeaddress.Range {
 	var out []nodeaddress.Range
 	for _, c := range p.ServiceCIDRs {
 		out = append(out, nodeaddress.Range{Prefix: c.Masked(), What: "the Service CIDR"})
 	}
-	for _, ip := range p.ControlPlaneEndpoints {
-		ip = ip.Unmap()
-		out = append(out, nodeaddress.Range{Prefix: netip.PrefixFrom(ip, ip.BitLen()), What: "the control-plane endpoint"})
-	}
 	return out
+}
+
+// controlPlaneEndpoint reports whether ip is one of the configured
+// control-plane endpoints. Those are meant to be addresses no node owns (a
+// VIP, a load balancer's): certified for no node. A node's own address,
+// verified against the cloud like any other (a kubeadm control-plane
+// host's advertise address), is approved for that node even when listed,
+// and the listing is reported as a misconfiguration.
+func (p Policy) controlPlaneEndpoint(ip netip.Addr) bool {
+	for _, e := range p.ControlPlaneEndpoints {
+		if e.Unmap() == ip.Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+// beingDeleted says why a server is on its way out though its status may
+// still read ACTIVE ("" when it is not): Nova's task_state while deleting.
+func beingDeleted(srv *openstack.Server) string {
+	switch srv.TaskState {
+	case "deleting", "soft-deleting":
+		return "task_state " + srv.TaskState
+	}
+	return ""
 }
 
 func (p Policy) trustOptions() nodeaddress.TrustOptions {
@@ -43,8 +67,9 @@ func (p Policy) trustOptions() nodeaddress.TrustOptions {
 
 // checkForbiddenIPs denies, before asking the cloud, an IP SAN that must
 // never be in a kubelet serving certificate whatever the cloud says: the
-// Service CIDRs (10.96.0.1 is the apiserver for every pod), the
-// control-plane endpoint, loopback, link-local, multicast, unspecified.
+// Service CIDRs (10.96.0.1 is the apiserver for every pod), loopback,
+// link-local, multicast, unspecified. (A control-plane endpoint is checked
+// after the cloud answered: it may be the requesting node's own address.)
 func (e *Evaluator) checkForbiddenIPs(_ context.Context, r *request) (Decision, error) {
 	ranges := e.policy.forbiddenRanges()
 	for _, sanIP := range r.cr.IPAddresses {

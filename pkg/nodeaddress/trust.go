@@ -187,6 +187,17 @@ func portDistrust(p openstack.Port, serverID string, networks map[string]opensta
 	if opts.ProjectID != "" && p.ProjectID != opts.ProjectID {
 		return fmt.Sprintf("port %s belongs to project %q, not the cluster's %q", p.ID, p.ProjectID, opts.ProjectID), nil
 	}
+	// Carrying the server's device_id proves nothing: any project member
+	// may create a port with it (real Neutron allows it, and Nova then lists
+	// its address for the server after its cache refresh). Such a port is
+	// never bound (binding:host_id is admin-only to set) and stays DOWN; a
+	// port on the server's NIC is bound to its host and ACTIVE.
+	if p.Status != openstack.PortStatusActive {
+		return fmt.Sprintf("port %s has status %q, not ACTIVE: it is not (yet) plugged into the server's host", p.ID, p.Status), nil
+	}
+	if p.BindingHostKnown && p.BindingHostID == "" {
+		return fmt.Sprintf("port %s is bound to no host (binding:host_id is empty): it is not a NIC of the server", p.ID), nil
+	}
 	if len(opts.NetworkIDs) > 0 {
 		if !slices.Contains(opts.NetworkIDs, p.NetworkID) {
 			return fmt.Sprintf("port %s is on network %s, not one of the trusted network IDs [%s]", p.ID, p.NetworkID, strings.Join(opts.NetworkIDs, ", ")), nil

@@ -21,7 +21,7 @@ func view() CloudView {
 				{Addr: "203.0.113.5", Version: 4, Type: openstack.AddressFloating},
 			},
 		}},
-		Ports: []openstack.Port{{ID: "port-1", DeviceID: "srv", ProjectID: "proj", NetworkID: "net-private",
+		Ports: []openstack.Port{{ID: "port-1", DeviceID: "srv", ProjectID: "proj", NetworkID: "net-private", Status: "ACTIVE",
 			FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.5"}}}},
 		FloatingIPs: []openstack.FloatingIP{{ID: "fip-1", Address: "203.0.113.5", PortID: "port-1", FixedIPAddress: "10.0.0.5", ProjectID: "proj"}},
 		Networks:    []openstack.NetworkInfo{{ID: "net-private", Name: "private", ProjectID: "proj"}},
@@ -31,7 +31,7 @@ func view() CloudView {
 // addNIC gives the server a second port on network name/id of project owner.
 func addNIC(v CloudView, id, name, owner, ip string) CloudView {
 	v.Server.Addresses[name] = append(v.Server.Addresses[name], openstack.ServerAddress{Addr: ip, Version: 4, Type: openstack.AddressFixed})
-	v.Ports = append(v.Ports, openstack.Port{ID: "port-" + id, DeviceID: "srv", ProjectID: "proj", NetworkID: id,
+	v.Ports = append(v.Ports, openstack.Port{ID: "port-" + id, DeviceID: "srv", ProjectID: "proj", NetworkID: id, Status: "ACTIVE",
 		FixedIPs: []openstack.FixedIP{{IPAddress: ip}}})
 	v.Networks = append(v.Networks, openstack.NetworkInfo{ID: id, Name: name, ProjectID: owner})
 	return v
@@ -68,6 +68,27 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 			view: func() CloudView { return addNIC(view(), "net-cp", "cp", "proj", "192.0.2.10") },
 			opts: TrustOptions{ProjectID: "proj", Forbidden: []Range{endpoint}}, trusted: []string{"10.0.0.5", "203.0.113.5"},
 			untrusted: map[string]string{"192.0.2.10": "control-plane endpoint"}},
+		{name: "a member-forged port carrying the server's device_id (DOWN, never bound) is not trusted, though Nova lists its address",
+			view: func() CloudView {
+				v := addNIC(view(), "net-private", "private", "proj", "10.0.0.66")
+				v.Networks = v.Networks[:1] // the same network as the real NIC
+				v.Ports[1].Status = "DOWN"
+				return v
+			},
+			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
+			untrusted: map[string]string{"10.0.0.66": `status "DOWN", not ACTIVE`}},
+		{name: "an ACTIVE port that an administrator's answer shows bound to no host is not trusted",
+			view: func() CloudView {
+				v := addNIC(view(), "net-b", "b", "proj", "10.3.0.5")
+				v.Ports[1].BindingHostKnown = true
+				return v
+			},
+			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
+			untrusted: map[string]string{"10.3.0.5": "bound to no host"}},
+		{name: "a floating IP on a DOWN port is not trusted either",
+			view:      func() CloudView { v := view(); v.Ports[0].Status = "DOWN"; return v },
+			opts:      TrustOptions{ProjectID: "proj"},
+			untrusted: map[string]string{"10.0.0.5": "not ACTIVE", "203.0.113.5": "not on a trusted port"}},
 		{name: "a link-local fixed IP is forbidden",
 			view: func() CloudView { return addNIC(view(), "net-ll", "ll", "proj", "169.254.1.1") },
 			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},

@@ -46,6 +46,7 @@ type novaServer struct {
 	LaunchedAt       string                   `json:"OS-SRV-USG:launched_at"`
 	Flavor           novaFlavor               `json:"flavor"`
 	Addresses        map[string][]novaAddress `json:"addresses"`
+	TaskState        *string                  `json:"OS-EXT-STS:task_state"`
 }
 
 type novaFlavor struct {
@@ -72,6 +73,9 @@ func (s *novaServer) toServer() *Server {
 		AccessIPv6:       s.AccessIPv6,
 		Metadata:         s.Metadata,
 		Addresses:        make(map[string][]ServerAddress, len(s.Addresses)),
+	}
+	if s.TaskState != nil {
+		out.TaskState = *s.TaskState
 	}
 	for network, addrs := range s.Addresses {
 		list := make([]ServerAddress, 0, len(addrs))

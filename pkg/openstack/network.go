@@ -40,6 +40,7 @@ func toPort(p ports.Port) Port {
 		DeviceID:   p.DeviceID,
 		ProjectID:  project,
 		MACAddress: p.MACAddress,
+		Status:     p.Status,
 	}
 	for _, ip := range p.FixedIPs {
 		port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})

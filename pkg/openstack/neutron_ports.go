@@ -19,6 +19,15 @@ func (n *Neutron) do(ctx context.Context, op string, fn func(ctx context.Context
 type portJSON struct {
 	ports.Port
 	portsecurity.PortSecurityExt
+	PortBindingExt
+}
+
+// PortBindingExt decodes the port binding's host, which Neutron's default
+// policy shows to administrators only (see Port.BindingHostKnown): a pointer,
+// so that absent and empty differ. Exported only because gophercloud's
+// extraction fills embedded structs through reflection.
+type PortBindingExt struct {
+	HostID *string `json:"binding:host_id"`
 }
 
 func fromPortJSON(p portJSON) Port {
@@ -26,6 +35,9 @@ func fromPortJSON(p portJSON) Port {
 	port.SecurityGroups = p.SecurityGroups
 	port.PortSecurityEnabled = p.PortSecurityEnabled
 	port.RevisionNumber = p.RevisionNumber
+	if p.HostID != nil {
+		port.BindingHostID, port.BindingHostKnown = *p.HostID, true
+	}
 	return port
 }
 

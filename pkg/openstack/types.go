@@ -32,6 +32,9 @@ type Server struct {
 	Addresses  map[string][]ServerAddress
 	Metadata   map[string]string
 	LaunchedAt time.Time
+	// TaskState is OS-EXT-STS:task_state ("" when none): "deleting" or
+	// "soft-deleting" while Nova tears an ACTIVE server down.
+	TaskState string
 }
 
 // ServerAddress is one entry of a Nova server's "addresses".
@@ -41,6 +44,9 @@ type ServerAddress struct {
 	Type    string // AddressFixed or AddressFloating
 	MAC     string
 }
+
+// PortStatusActive is a Neutron port's status once it is bound and up.
+const PortStatusActive = "ACTIVE"
 
 // Port is the part of a Neutron port Stackward needs.
 type Port struct {
@@ -58,6 +64,15 @@ type Port struct {
 	SecurityGroups      []string
 	PortSecurityEnabled bool
 	RevisionNumber      int
+	// Status is Neutron's (ACTIVE, DOWN, BUILD, ...). A port becomes ACTIVE
+	// only once it is bound to a host and the backend reports it up; a port
+	// a project member creates with a server's device_id stays DOWN.
+	Status string
+	// BindingHostID is binding:host_id. Neutron's default policy shows it
+	// to administrators only: BindingHostKnown says whether the answer
+	// carried it at all (an empty, shown value means "not bound").
+	BindingHostID    string
+	BindingHostKnown bool
 }
 
 // HasFixedIP reports whether ip is one of the port's fixed IPs.

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,15 +16,24 @@ import (
 	"github.com/cloudflare/cfssl/signer/local"
 )
 
-// DefaultServingCertLifetime is the built-in signer's default: short, so a
-// leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.
-const DefaultServingCertLifetime = 30 * 24 * time.Hour
+// DefaultServingCertLifetime is the built-in signer's default: 48 hours.
+// A serving certificate names IPs, and when its server is deleted Neutron
+// may give those IPs to another server at once; until the certificate
+// expires, whoever kept its key can answer as the kubelet at that address
+// (the apiserver checks the IP, not the Node). No lifetime closes that
+// window to zero, so it is kept to two days: the certificate of a deleted
+// server is dead two days later at most, while the kubelet, which rotates
+// at 70-90 % of the lifetime (34-43 h), still has 5-14 hours to get the
+// next one approved through an approver or cloud outage. It is also the
+// approver's default --max-expiration.
+const DefaultServingCertLifetime = 48 * time.Hour
 
 // ServingSigner issues kubelet serving certificates with the kubelet-serving
 // CA through cfssl's local signer. The signing profile enforces the policy
 // again at signing time, whatever the request asks for: digital signature
-// and server auth only, not a CA, the subject's CN and O as approved, and
-// exactly the approved SANs (the request's own SANs are not copied; a name
+// and server auth only, not a CA, the subject's CN and O as approved and no
+// other subject field (an OU or a second O the request carries is not
+// copied), and exactly the approved SANs (the request's own SANs are not copied; a name
 // whitelist admits only the approved ones).
 type ServingSigner struct {
 	ca       *CA
@@ -76,12 +86,15 @@ func (s *ServingSigner) Sign(a Approved) ([]byte, error) {
 	}
 	whitelist := regexp.MustCompile("^(" + strings.Join(quoted, "|") + ")$")
 	profile := &config.SigningProfile{
-		Usage:         []string{"digital signature", "server auth"},
-		Expiry:        lifetime,
-		ExpiryString:  lifetime.String(),
-		Backdate:      5 * time.Minute,
-		CAConstraint:  config.CAConstraint{IsCA: false},
-		CSRWhitelist:  &config.CSRWhitelist{Subject: true, PublicKeyAlgorithm: true, PublicKey: true, SignatureAlgorithm: true},
+		Usage:        []string{"digital signature", "server auth"},
+		Expiry:       lifetime,
+		ExpiryString: lifetime.String(),
+		Backdate:     5 * time.Minute,
+		CAConstraint: config.CAConstraint{IsCA: false},
+		// Subject is not copied: the issued subject is built from the
+		// approved CN and O alone (cfssl fills only empty fields from the
+		// request, so copying it would keep e.g. OU=system:masters).
+		CSRWhitelist:  &config.CSRWhitelist{PublicKeyAlgorithm: true, PublicKey: true, SignatureAlgorithm: true},
 		NameWhitelist: whitelist,
 	}
 	policy := &config.Signing{Profiles: map[string]*config.SigningProfile{}, Default: profile}
@@ -124,6 +137,10 @@ func checkIssued(cert *x509.Certificate, a Approved) error {
 	}
 	if len(cert.EmailAddresses)+len(cert.URIs) > 0 {
 		return errors.New("email or URI SANs")
+	}
+	want := pkix.Name{CommonName: a.CommonName, Organization: []string{a.Organization}}
+	if cert.Subject.String() != want.String() {
+		return fmt.Errorf("subject %q, approved %q", cert.Subject, want)
 	}
 	return nil
 }

@@ -21,7 +21,8 @@ func testCSR(t *testing.T, cn string, ips []string, dns []string, client bool) [
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes", "system:masters"}}, DNSNames: dns}
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes", "system:masters"},
+		OrganizationalUnit: []string{"system:masters"}, Country: []string{"XX"}, Locality: []string{"anywhere"}}, DNSNames: dns}
 	for _, ip := range ips {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
 	}
@@ -46,7 +47,8 @@ func TestServingSignerIssuesExactlyTheApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The request asks for more than was approved: another IP, a DNS name,
-	// system:masters. Only the approval is issued.
+	// system:masters as O and as OU, a country and a locality. Only the
+	// approval is issued.
 	req := testCSR(t, "system:node:web-1", []string{"10.0.0.5", "10.96.0.1"}, []string{"kubernetes.default"}, true)
 	certPEM, err := s.Sign(Approved{CSR: req, CommonName: "system:node:web-1", Organization: "system:nodes", IPs: []string{"10.0.0.5"}, DNSNames: []string{"web-1"}})
 	if err != nil {
@@ -67,11 +69,14 @@ func TestServingSignerIssuesExactlyTheApproval(t *testing.T) {
 	if !slices.Equal(cert.DNSNames, []string{"web-1"}) || cert.Subject.CommonName != "system:node:web-1" || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
 		t.Errorf("DNS %v, subject %v; want exactly the approval", cert.DNSNames, cert.Subject)
 	}
+	if len(cert.Subject.OrganizationalUnit)+len(cert.Subject.Country)+len(cert.Subject.Locality) > 0 || cert.Subject.String() != "CN=system:node:web-1,O=system:nodes" {
+		t.Errorf("subject %q carries fields of the request beyond the approved CN and O", cert.Subject)
+	}
 	if cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign != 0 || !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
 		t.Errorf("IsCA %v, key usage %v, ext %v; want a server-auth leaf", cert.IsCA, cert.KeyUsage, cert.ExtKeyUsage)
 	}
-	if life := cert.NotAfter.Sub(time.Now()); life < 29*24*time.Hour || life > 30*24*time.Hour+time.Hour {
-		t.Errorf("valid for %s more, want the 30-day default", life)
+	if life := cert.NotAfter.Sub(time.Now()); life < 47*time.Hour || life > 48*time.Hour+time.Minute {
+		t.Errorf("valid for %s more, want the 48-hour default", life)
 	}
 
 	short, err := s.Sign(Approved{CSR: req, CommonName: "system:node:web-1", Organization: "system:nodes", IPs: []string{"10.0.0.5"}, MaxLifetime: 2 * time.Hour})

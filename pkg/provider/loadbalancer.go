@@ -32,6 +32,8 @@ type WithServices struct {
 	lb     *loadBalancers
 	routes *routes.Routes
 	kube   *kubeAccess
+	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
+	podCIDRs podCIDRPolicy
 }
 
 var _ cloudprovider.Interface = (*WithServices)(nil)
@@ -101,7 +103,7 @@ func (w *WithServices) Routes() (cloudprovider.Routes, bool) {
 	if w.routes == nil {
 		return nil, false
 	}
-	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes}, true
+	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes, cidrs: w.podCIDRs, events: w.instances.eventRecorder}, true
 }
 
 // kubeAccess is what the load balancers and routes ask the apiserver.

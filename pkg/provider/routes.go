@@ -2,13 +2,16 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/routes"
@@ -29,9 +32,20 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // route goes. A record whose route is not on the router (an add that
 // failed) is reported the same way when no Node has its next hop, so that
 // its address pair is cleaned up too.
+//
+// Who a route belongs to is never read from Node.status.addresses, which
+// each kubelet writes: a route is its record's node's while that Node's
+// providerID (which the CCM checked) names the record's server, whose port
+// held the next hop when the route was made (routes.Add checks it), and the
+// node still reports that address. A node that adds another node's IP to
+// its own status changes nothing about the other node's route.
 type nodeRoutes struct {
 	r     *routes.Routes
 	nodes func(ctx context.Context) ([]corev1.Node, error)
+	// cidrs checks each pod CIDR before anything is written (podcidr.go).
+	cidrs podCIDRPolicy
+	// events returns the recorder for refusals (nil: none yet).
+	events func() record.EventRecorder
 }
 
 var _ cloudprovider.Routes = (*nodeRoutes)(nil)
@@ -45,17 +59,16 @@ func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 	if err != nil {
 		return nil, err
 	}
-	byIP := map[string]string{}
-	for _, node := range nodes {
-		for _, a := range node.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				byIP[a.Address] = node.Name
-			}
-		}
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
 	}
 	out := make([]*cloudprovider.Route, 0, len(owned))
 	for _, o := range owned {
-		target := byIP[o.NextHop]
+		target := ""
+		if node := byName[o.Node]; node != nil && ownsRoute(node, o.Record) {
+			target = o.Node
+		}
 		if !o.OnRouter && target != "" {
 			continue // the route controller adds it again for that node
 		}
@@ -69,16 +82,68 @@ func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 	return out, nil
 }
 
+// ownsRoute reports whether node is still the record's: its (CCM-checked)
+// providerID names the record's server and it still has the next hop.
+func ownsRoute(node *corev1.Node, rec routes.Record) bool {
+	if node.Spec.ProviderID == "" || uninitialized(node) {
+		return false
+	}
+	if _, id, err := openstack.ParseProviderID(node.Spec.ProviderID); err != nil || id != rec.ServerID {
+		return false
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address == rec.NextHop {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
-	hop := nextHop(route)
-	if hop == "" {
+	nodes, err := n.nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
+	}
+	if why := n.cidrs.refuse(string(route.TargetNode), route.DestinationCIDR, nodes); why != "" {
+		n.refused(ctx, nodes, string(route.TargetNode), why)
+		return fmt.Errorf("route %s for node %s refused: %s", route.DestinationCIDR, route.TargetNode, why)
+	}
+	hops := nextHops(route)
+	if len(hops) == 0 {
 		return fmt.Errorf("route %s for node %s: the node has no InternalIP of the CIDR's family", route.DestinationCIDR, route.TargetNode)
 	}
 	serverID, err := n.serverOf(ctx, string(route.TargetNode))
 	if err != nil {
 		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
 	}
-	return n.r.Add(ctx, routes.Route{Destination: route.DestinationCIDR, NextHop: hop}, string(route.TargetNode), serverID)
+	// The next hop is the first of the node's addresses that a port of its
+	// server really holds (routes.Add checks): a node listing another's IP
+	// first in its status gets no route through it.
+	for _, hop := range hops {
+		err = n.r.Add(ctx, routes.Route{Destination: route.DestinationCIDR, NextHop: hop}, string(route.TargetNode), serverID)
+		if !errors.Is(err, routes.ErrNoPort) {
+			return err
+		}
+	}
+	return err
+}
+
+// refused records a refused pod CIDR as a Warning Event on the Node.
+func (n *nodeRoutes) refused(ctx context.Context, nodes []corev1.Node, name, why string) {
+	klog.FromContext(ctx).Info("Refusing a node's pod CIDR route", "node", name, "reason", why)
+	if n.events == nil {
+		return
+	}
+	rec := n.events()
+	if rec == nil {
+		return
+	}
+	for i := range nodes {
+		if nodes[i].Name == name {
+			rec.Event(&nodes[i], corev1.EventTypeWarning, reasonPodCIDRRefused, "No route written to Neutron: "+why)
+			return
+		}
+	}
 }
 
 // serverOf is the server of an initialized Node (its providerID, which the
@@ -111,15 +176,24 @@ func (n *nodeRoutes) DeleteRoute(ctx context.Context, _ string, route *cloudprov
 	return n.r.Remove(ctx, routes.Route{Destination: route.DestinationCIDR, NextHop: hop})
 }
 
-// nextHop is the route's node InternalIP of the destination's family.
+// nextHop is the route's first node InternalIP of the destination's family.
 func nextHop(route *cloudprovider.Route) string {
-	v6 := strings.Contains(route.DestinationCIDR, ":")
-	for _, a := range route.TargetNodeAddresses {
-		if a.Type == corev1.NodeInternalIP && strings.Contains(a.Address, ":") == v6 {
-			return a.Address
-		}
+	if hops := nextHops(route); len(hops) > 0 {
+		return hops[0]
 	}
 	return ""
+}
+
+// nextHops are the route's node InternalIPs of the destination's family.
+func nextHops(route *cloudprovider.Route) []string {
+	v6 := strings.Contains(route.DestinationCIDR, ":")
+	var out []string
+	for _, a := range route.TargetNodeAddresses {
+		if a.Type == corev1.NodeInternalIP && strings.Contains(a.Address, ":") == v6 {
+			out = append(out, a.Address)
+		}
+	}
+	return out
 }
 
 func uninitialized(node *corev1.Node) bool {
@@ -129,4 +203,23 @@ func uninitialized(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// SetClusterCIDRs gives the routes --cluster-cidr (comma-separated), which
+// every pod CIDR must lie in; the route controller's constructor calls it.
+func (w *WithServices) SetClusterCIDRs(clusterCIDR string) error {
+	cidrs, err := parseClusterCIDRs(clusterCIDR)
+	if err != nil {
+		return err
+	}
+	w.podCIDRs.clusterCIDRs = cidrs
+	return nil
+}
+
+// eventRecorder is the provider's recorder once Initialize made it.
+func (i *instances) eventRecorder() record.EventRecorder {
+	if r := i.recorder.Load(); r != nil {
+		return *r
+	}
+	return nil
 }

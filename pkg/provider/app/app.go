@@ -275,6 +275,15 @@ func routeOnlyWithAllocatedCIDRs(c ccmapp.ControllerInitFuncConstructor) ccmapp.
 				return nil, false, nil
 			}
 		}
+		// The routes check every pod CIDR against --cluster-cidr before
+		// anything reaches Neutron (a kubelet may register any pod CIDR).
+		if r, ok := cloud.(interface{ SetClusterCIDRs(string) error }); ok {
+			if err := r.SetClusterCIDRs(shared.ClusterCIDR); err != nil {
+				return func(context.Context, genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+					return nil, false, fmt.Errorf("route controller: %w", err)
+				}
+			}
+		}
 		return inner(initContext, completed, cloud)
 	}
 	return c
