@@ -144,7 +144,8 @@ const rotateSteps = `Next steps (bootstrap/README.md, "Rotating the kubelet-serv
     cluster-signing-kubelet-serving-cert-file and -key-file to the
     two files of step 1 in kubeadm-config, then 'kubeadm upgrade node phase
     control-plane' on each host. The approver's built-in signer: replace the data of the
-    Secret kube-system/%[5]s with the next pair; it reloads within a minute.
+    Secret kube-system/%[5]s with the next pair; once the kubelet
+    has updated the mounted Secret (about a minute) it signs with it.
  4. Re-issue every kubelet's serving certificate: on each node remove
     /var/lib/kubelet/pki/kubelet-server-current.pem and restart the kubelet.
     'stackward doctor' lists any request left pending or unsigned.

@@ -63,8 +63,20 @@ func (cp *ControlPlane) startControlPlaneHost(ctx context.Context, t testing.TB,
 	}
 	// Registered first, so it runs after the kubelet stopped: the next
 	// test's cloud has other server IDs, and a Node keeps its providerID.
+	// Its CSRs go too: a later test's approver would decide them against
+	// another cloud.
 	t.Cleanup(func() {
-		_ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		ctx := context.Background()
+		_ = cp.Admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		csrs, err := cp.Admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, c := range csrs.Items {
+			if c.Spec.Username == "system:node:"+name {
+				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, c.Name, metav1.DeleteOptions{})
+			}
+		}
 	})
 	node := cp.StartNode(t, NodeOptions{Name: name, IP: ip, ProviderID: "openstack:///" + srv.ID})
 	if _, err := cp.WaitForNode(ctx, name, time.Minute, func(*corev1.Node) bool { return true }); err != nil {

@@ -12,21 +12,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DefaultReloadInterval is how often a ReloadingSigner looks at its CA
-// files: a Secret volume's update reaches the pod within the kubelet's sync
-// period (about a minute) anyway.
-const DefaultReloadInterval = 10 * time.Second
-
 // ReloadingSigner is a ServingSigner over the CA files in a directory (a
 // mounted Secret) that picks up a new CA when the files change, so a CA
-// rotation needs no restart of the approver. A change that is not a usable
-// CA is logged and counted, and signing goes on with the CA it had: the
-// old CA stays trusted until the rotation drops it.
+// rotation needs no restart of the approver. It reads the two small files
+// before every signature (cheap beside the signature itself): a kubelet
+// that renews right after the Secret changed must get the new CA, or it
+// would keep a certificate of the old one for its whole lifetime. A change
+// that is not a usable CA is logged and counted, and signing goes on with
+// the CA it had: the old CA stays trusted until the rotation drops it.
 type ReloadingSigner struct {
 	dir      string
 	lifetime time.Duration
-	interval time.Duration
-	now      func() time.Time
 	logger   klog.Logger
 
 	expiry  prometheus.Gauge
@@ -35,14 +31,13 @@ type ReloadingSigner struct {
 	mu              sync.Mutex
 	signer          *ServingSigner
 	certPEM, keyPEM []byte
-	checked         time.Time
 }
 
 // NewReloadingSigner loads the CA in dir (failing when it is not usable)
 // and registers the CA expiry metric on reg.
 func NewReloadingSigner(dir string, lifetime time.Duration, reg prometheus.Registerer, logger klog.Logger) (*ReloadingSigner, error) {
 	r := &ReloadingSigner{
-		dir: dir, lifetime: lifetime, interval: DefaultReloadInterval, now: time.Now, logger: logger,
+		dir: dir, lifetime: lifetime, logger: logger,
 		expiry: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "stackward_kubelet_serving_ca_expiry_timestamp_seconds",
 			Help: "When the kubelet-serving CA the built-in signer signs with expires (Unix seconds). Rotate it well before: stackward pki rotate.",
@@ -59,7 +54,6 @@ func NewReloadingSigner(dir string, lifetime time.Duration, reg prometheus.Regis
 	if err := r.load(certPEM, keyPEM); err != nil {
 		return nil, err
 	}
-	r.checked = r.now()
 	for _, c := range []prometheus.Collector{r.expiry, r.reloads} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register kubelet-serving CA metrics: %w", err)
@@ -75,14 +69,10 @@ func (r *ReloadingSigner) CA() *CA {
 	return r.signer.ca
 }
 
-// Sign signs with the current CA, first reloading it when its files
-// changed since the last look (at most every interval).
+// Sign signs with the CA in the files now, reloading it when they changed.
 func (r *ReloadingSigner) Sign(a Approved) ([]byte, error) {
 	r.mu.Lock()
-	if r.now().Sub(r.checked) >= r.interval {
-		r.checked = r.now()
-		r.reloadLocked()
-	}
+	r.reloadLocked()
 	s := r.signer
 	r.mu.Unlock()
 	return s.Sign(a)

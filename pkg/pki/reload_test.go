@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/cloudflare/cfssl/helpers"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,8 +29,6 @@ func TestReloadingSignerFollowsTheCAFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := time.Now()
-	s.now = func() time.Time { return clock }
 	req := testCSR(t, "system:node:web-1", []string{"10.0.0.5"}, nil, false)
 	approved := Approved{CSR: req, CommonName: "system:node:web-1", Organization: "system:nodes", IPs: []string{"10.0.0.5"}}
 	copyCA := func(from string, certPEM []byte) {
@@ -50,21 +47,19 @@ func TestReloadingSignerFollowsTheCAFiles(t *testing.T) {
 	for _, step := range []struct {
 		name        string
 		change      func()
-		advance     time.Duration
 		wantIssuer  *InitResult
 		wantLoaded  float64
 		wantInvalid float64
 	}{
 		{name: "it signs with the CA it started with", wantIssuer: &first},
-		{name: "a new CA is not looked for before the interval", change: func() { copyCA(next, nil) }, advance: time.Second, wantIssuer: &first},
-		{name: "after the interval it signs with the new CA", advance: DefaultReloadInterval, wantIssuer: &second, wantLoaded: 1},
-		{name: "files that are no CA keep the previous CA", change: func() { copyCA(next, []byte("garbage")) }, advance: DefaultReloadInterval, wantIssuer: &second, wantLoaded: 1, wantInvalid: 1},
+		{name: "the next signature after the files changed uses the new CA", change: func() { copyCA(next, nil) }, wantIssuer: &second, wantLoaded: 1},
+		{name: "unchanged files are not loaded again", wantIssuer: &second, wantLoaded: 1},
+		{name: "files that are no CA keep the previous CA", change: func() { copyCA(next, []byte("garbage")) }, wantIssuer: &second, wantLoaded: 1, wantInvalid: 1},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			if step.change != nil {
 				step.change()
 			}
-			clock = clock.Add(step.advance)
 			certPEM, err := s.Sign(approved)
 			if err != nil {
 				t.Fatal(err)
