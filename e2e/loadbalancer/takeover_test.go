@@ -5,6 +5,7 @@ package loadbalancer
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,66 @@ func TestAServiceTakenOverFromTheUpstreamCCMKeepsItsAddress(t *testing.T) {
 	}
 	if adopted != 1 {
 		t.Errorf("%d AdoptingUpstreamLoadBalancer events, want 1; events: %s", adopted, events(ctx, cp, "moved", "web"))
+	}
+}
+
+// An operator's load balancer that merely has the name Stackward would
+// look for (none of upstream's markers) is never adopted or deleted: the
+// Service gets a Warning naming it, no load balancer is created, and the
+// Service's deletion waits until the operator removes the stray one.
+func TestAnOperatorsLoadBalancerWithTheServicesNameIsNeverAdoptedOrDeleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l := newLab(ctx, t, framework.CloudOptions{}, "", nil, "op", 225, 1)
+	cp, api := l.cp, l.api
+	createNamespace(ctx, t, cp, "stray")
+	const name = "kube_service_lab_stray_api"
+	lb, err := loadbalancers.Create(ctx, api.octavia, loadbalancers.CreateOpts{
+		Name: name, Description: "made by hand", VipSubnetID: labSubnet(ctx, t, api)}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTree(ctx, t, api, 30*time.Second, "the operator's load balancer ACTIVE", func(st *octaviaState) bool { return st.LBs[name].Status == "ACTIVE" })
+
+	if _, err := cp.Admin.CoreV1().Services("stray").Create(ctx, lbService("stray", "api"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWarning(ctx, t, cp, "stray", "api", "SyncLoadBalancerFailed", "candidates: "+lb.ID)
+	if err := cp.Admin.CoreV1().Services("stray").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The service controller asks Get before it deletes: that fails alike.
+	waitWarning(ctx, t, cp, "stray", "api", "SyncLoadBalancerFailed", "before cleanup")
+	st, err := api.state(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.N != 1 || st.LBs[name].ID != lb.ID || len(st.LBs[name].Tags) != 0 {
+		t.Fatalf("load balancers %+v, want only the operator's, untagged", st.LBs)
+	}
+
+	// The operator resolves it; the Service's deletion then completes.
+	if err := loadbalancers.Delete(ctx, api.octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Admin.CoreV1().Services("stray").Get(ctx, "api", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("the Service kept its finalizer after the stray load balancer went: %s", events(ctx, cp, "stray", "api"))
+	}
+}
+
+// waitWarning waits for a Warning event of reason on the Service whose
+// message says "not adopting" and names want.
+func waitWarning(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ns, name, reason, want string) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		return err == nil && slices.ContainsFunc(list.Items, func(e corev1.Event) bool {
+			return e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Message, "not adopting") && strings.Contains(e.Message, want)
+		}), nil
+	}); err != nil {
+		t.Fatalf("no Warning %s naming %s: %s", reason, want, events(ctx, cp, ns, name))
 	}
 }
