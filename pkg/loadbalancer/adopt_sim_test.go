@@ -216,3 +216,59 @@ func TestAnUpstreamLoadBalancerIsAdoptedAndDeletedAsUpstreamWould(t *testing.T) 
 		})
 	}
 }
+
+// Two Services upstream put on one load balancer (the second names it in
+// its load-balancer-id annotation, and its name is a tag on the load
+// balancer and on its listener): after the switch both keep the address,
+// the creator's Service adopts the load balancer, the second leaves it on
+// delete, and the last one out deletes it and releases the floating IP.
+func TestTwoServicesSharingAnUpstreamLoadBalancerKeepItAndTheLastOneOutDeletesIt(t *testing.T) {
+	env := newSimEnv(t, 20*time.Millisecond)
+	env.m.Requeue = 20 * time.Millisecond
+	ctx := context.Background()
+	up := makeUpstreamLB(t, env, upstreamStyle{svc: "web"})
+	const second = "kube_service_lab_shop_api"
+	if _, err := listeners.Create(ctx, env.octavia, listeners.CreateOpts{LoadbalancerID: up.id, Name: "listener_0_" + second,
+		Protocol: listeners.ProtocolTCP, ProtocolPort: 81, Tags: []string{second}}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, env, up.id)
+	tags := []string{"kube_service_lab_shop_web", second}
+	if _, err := loadbalancers.Update(ctx, env.octavia, up.id, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, env, up.id)
+
+	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	api := simService("api", 81, 30081, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id})
+	web := simService("web", 80, 30080, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id})
+	for _, svc := range []*corev1.Service{api, web} {
+		st, _ := ensure(t, env.m, svc, nodes)
+		if len(st.Ingress) != 1 || st.Ingress[0].IP != up.fip {
+			t.Errorf("%s: ingress %v, want upstream's floating IP %s", svc.Name, st.Ingress, up.fip)
+		}
+	}
+	lbs := allLBs(t, env)
+	if len(lbs) != 1 || !slices.Contains(lbs[0].Tags, "stackward_adopted_from=openstack-ccm") || !slices.Contains(lbs[0].Tags, second) {
+		t.Fatalf("load balancers %+v, want upstream's alone, adopted, still shared", lbs)
+	}
+
+	deleteUntilDone(t, env.m, api)
+	if n := len(allLBs(t, env)); n != 1 {
+		t.Fatalf("%d load balancers after the second Service left, want 1", n)
+	}
+	if got := fipState(t, env, up.fipID); got != "attached to "+up.vipPort {
+		t.Errorf("floating IP after the second Service left: %s", got)
+	}
+	deleteUntilDone(t, env.m, web)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(allLBs(t, env)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(allLBs(t, env)); n != 0 {
+		t.Errorf("%d load balancers after the last Service, want 0", n)
+	}
+	if got := fipState(t, env, up.fipID); got != "released" {
+		t.Errorf("floating IP after the last Service: %s, want released", got)
+	}
+}
