@@ -111,8 +111,10 @@ func (m *Manager) fromUpstream(ctx context.Context, id Identity, svc *corev1.Ser
 	if !adopt {
 		return pick, nil
 	}
+	// setTags names the load balancer, and a busy one is a RetryError
+	// the service controller must see as such.
 	if err := m.setTags(ctx, pick, adoptionTags(pick, id, ref)); err != nil {
-		return nil, fmt.Errorf("adopt load balancer %s (%s): %w", name, pick.ID, err)
+		return nil, err
 	}
 	logger.Info("Adopted the upstream CCM's load balancer", "id", pick.ID, "markers", markersOf(cands, pick.ID))
 	return nil, notReady(m.requeue(), ReasonAdopting, "load balancer %s (%s), made by the upstream CCM (%s), is now this cluster's", name, pick.ID, strings.Join(markersOf(cands, pick.ID), ", "))

@@ -1,10 +1,13 @@
 package loadbalancer
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -85,6 +88,34 @@ func TestChoosingTheUpstreamCandidate(t *testing.T) {
 						t.Errorf("error %q does not name %s", err, c.lb.ID)
 					}
 				}
+			}
+		})
+	}
+}
+
+// Adoption fails closed: Octavia busy (409) or failing when the tags are
+// written leaves the upstream load balancer as it was and creates nothing.
+func TestAdoptionThatCannotWriteTheTagsChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		wantRetry bool
+	}{
+		{"Octavia busy is a retry", gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusConflict}, true},
+		{"a cloud error is an error", gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusInternalServerError}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oct, net := newFakeOctavia(), newFakeNeutron()
+			name := "kube_service_lab_shop_web"
+			oct.lbs["up-1"] = &fakeLB{lb: LoadBalancer{ID: "up-1", Name: name, ProvisioningStatus: StatusActive, Tags: []string{name}}}
+			oct.err["update_loadbalancer"] = tc.err
+			m := newManager(oct, net)
+			_, err := m.Ensure(context.Background(), "lab", service(), nodes("10.0.0.1"))
+			if err == nil || isRetry(err) != tc.wantRetry || !strings.Contains(err.Error(), "up-1") {
+				t.Errorf("Ensure: %v (retry %v), want retry %v naming up-1", err, isRetry(err), tc.wantRetry)
+			}
+			if got := oct.lbs["up-1"].lb.Tags; len(got) != 1 || len(oct.lbs) != 1 {
+				t.Errorf("tags %v, %d load balancers; want upstream's alone, unchanged", got, len(oct.lbs))
 			}
 		})
 	}
