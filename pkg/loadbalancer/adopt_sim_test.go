@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/stackward/stackward/pkg/loadbalancer"
 )
@@ -121,6 +122,22 @@ func fipState(t *testing.T, env simEnv, id string) string {
 	return "attached to " + f.PortID
 }
 
+func updateUntilDone(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service, nodes []*corev1.Node) {
+	t.Helper()
+	for range 100 {
+		err := m.Update(context.Background(), "lab", svc, nodes)
+		if err == nil {
+			return
+		}
+		re, ok := err.(*api.RetryError)
+		if !ok {
+			t.Fatalf("Update %s: %v", svc.Name, err)
+		}
+		time.Sleep(re.RetryAfter())
+	}
+	t.Fatalf("Update %s did not finish", svc.Name)
+}
+
 func withPort(svc *corev1.Service, port, nodePort int32) *corev1.Service {
 	c := svc.DeepCopy()
 	c.Spec.Ports = append(c.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("p%d", port), Protocol: corev1.ProtocolTCP, Port: port, NodePort: nodePort})
@@ -200,6 +217,22 @@ func TestAnUpstreamLoadBalancerIsAdoptedAndDeletedAsUpstreamWould(t *testing.T) 
 			}
 			if n := len(allLBs(t, env)); n != 1 {
 				t.Errorf("%d load balancers after the new port, want 1", n)
+			}
+
+			// A node leaving is Update's: it lands on the adopted load balancer too.
+			updateUntilDone(t, env.m, wider, simNodes("10.0.0.11"))
+			for _, l := range ls {
+				mp, err := pools.ListMembers(env.octavia, l.DefaultPoolID, nil).AllPages(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, _ := pools.ExtractMembers(mp)
+				// The last change may still be settling: a member being
+				// deleted is gone as far as the Service is concerned.
+				ms := slices.DeleteFunc(all, func(m pools.Member) bool { return m.ProvisioningStatus == "PENDING_DELETE" })
+				if len(ms) != 1 || ms[0].Address != "10.0.0.11" {
+					t.Errorf("members of listener %d after a node left: %+v, want 10.0.0.11 alone", l.ProtocolPort, ms)
+				}
 			}
 
 			deleteUntilDone(t, env.m, wider)
