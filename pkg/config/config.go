@@ -149,6 +149,10 @@ type LoadBalancer struct {
 	DefaultTLSContainerRef string        // default-tls-container-ref
 	NodeSelector           string        // node-selector: the default of loadbalancer.openstack.org/node-selector
 	FloatingSubnetTags     string        // floating-subnet-tags
+	// AdoptUpstream: a Service's load balancer made by the upstream
+	// openstack-cloud-controller-manager becomes this cluster's on its first
+	// sync (pkg/loadbalancer/adopt.go). Stackward's own key, default true.
+	AdoptUpstream bool // adopt-upstream-load-balancers
 	// Classes are the [LoadBalancerClass "name"] sections, by name
 	// (lbclass.go).
 	Classes        map[string]*LBClass
@@ -173,6 +177,7 @@ func Defaults() *Config {
 			MonitorMaxRetries:     1,
 			MonitorMaxRetriesDown: 3,
 			CascadeDelete:         true,
+			AdoptUpstream:         true,
 			MaxSharedLB:           2,
 			IngressHostnameSuffix: "nip.io",
 			ContainerStore:        "barbican",

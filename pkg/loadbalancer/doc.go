@@ -16,7 +16,10 @@
 // Load balancers are found by name and by the cluster UID tag (names.go
 // builds every name, tag and description), so two clusters sharing a
 // --cluster-name never adopt each other's, and only floating IPs whose
-// description carries this cluster's marker are ever released.
+// description carries this cluster's marker are ever released. The one
+// exception is a load balancer the upstream OpenStack CCM made for the
+// Service, adopted on its first sync only when beyond doubt (adopt.go):
+// its floating IP is released when upstream would have released it.
 //
 // Features beyond that tree live in their own files: shared load
 // balancers (shared.go), per-Service security groups on the member ports

@@ -36,6 +36,8 @@ const (
 	ReasonWaitingForNodeAddresses = "WaitingForNodeAddresses"
 	// ReasonRecreating: a load balancer in ERROR is being replaced.
 	ReasonRecreating = "RecreatingLoadBalancer"
+	// ReasonAdopting: the upstream CCM's load balancer was just adopted.
+	ReasonAdopting = "AdoptingUpstreamLoadBalancer"
 )
 
 const progressMarker = " (in progress, not a failure: "
@@ -61,7 +63,7 @@ func ProgressReason(msg string) string {
 		return ""
 	}
 	switch reason {
-	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating:
+	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting:
 		return reason
 	}
 	return ""

@@ -117,7 +117,7 @@ func (f *fakeOctavia) FindLoadBalancers(_ context.Context, name, tag string) ([]
 	}
 	var out []LoadBalancer
 	for _, l := range f.lbs {
-		if l.lb.Name == name && slices.Contains(l.lb.Tags, tag) {
+		if l.lb.Name == name && (tag == "" || slices.Contains(l.lb.Tags, tag)) {
 			out = append(out, l.lb)
 		}
 	}

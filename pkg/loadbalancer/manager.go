@@ -77,7 +77,7 @@ func refOf(svc *corev1.Service) ServiceRef {
 // One in ERROR hands its floating IPs to the kept one when that has none
 // (an interrupted replacement, recreate.go); any other duplicate releases
 // them.
-func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*LoadBalancer, error) {
+func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, adopt bool) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
 	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
 	if err != nil {
@@ -90,7 +90,7 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service) (*
 		}
 	}
 	if len(lbs) == 0 {
-		return nil, nil
+		return m.fromUpstream(ctx, id, svc, adopt) // adopt.go
 	}
 	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
 		if ae, be := a.ProvisioningStatus == StatusError, b.ProvisioningStatus == StatusError; ae != be {
@@ -128,7 +128,7 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
 		return m.getShared(ctx, id, svc, shared, err)
 	}
-	lb, err := m.find(ctx, id, svc)
+	lb, err := m.find(ctx, id, svc, false)
 	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		return nil, false, err
 	}
@@ -161,7 +161,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 		}
 		return m.ensureShared(ctx, id, svc, o, shared, nodes)
 	}
-	lb, err := m.find(ctx, id, svc)
+	lb, err := m.find(ctx, id, svc, true)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 		_, err = m.ensureShared(ctx, id, svc, o, shared, nodes)
 		return err
 	}
-	lb, err := m.find(ctx, id, svc)
+	lb, err := m.find(ctx, id, svc, true)
 	if err != nil {
 		return err
 	}
@@ -326,7 +326,7 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 		}
 		return m.deleteShared(ctx, id, svc, shared)
 	}
-	lb, err := m.find(ctx, id, svc)
+	lb, err := m.find(ctx, id, svc, true)
 	if err != nil {
 		return err
 	}
@@ -376,7 +376,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 		return fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
 	for _, f := range fips {
-		if createdByUs(f.Description, id.ClusterUID) && !keep(f) {
+		if releasable(f, lb, id.ClusterUID) && !keep(f) {
 			err = m.Neutron.DeleteFloatingIP(ctx, f.ID)
 		} else {
 			err = m.Neutron.AttachFloatingIP(ctx, f.ID, "")

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -104,4 +105,68 @@ func fit(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	suffix := "_" + hex.EncodeToString(sum[:])[:8]
 	return s[:maxNameLen-len(suffix)] + suffix
+}
+
+// What the upstream openstack-cloud-controller-manager (v1.36) gives a
+// Service's load balancer, read from its source: the name
+// kube_service_<cluster>_<namespace>_<name> cut (not hashed) to 255
+// characters, that name as the load balancer's tag and as its listeners'
+// tags, a fixed description, and floating IPs whose description starts
+// with upstreamFloatingIPPrefix. Upstream releases such a floating IP when
+// it deletes the load balancer, unless keep-floatingip is set.
+const (
+	upstreamFloatingIPPrefix = "Floating IP for Kubernetes external service"
+	// adoptedTag marks a load balancer this cluster adopted from the
+	// upstream CCM: its floating IP is released as upstream would have.
+	adoptedTag = "stackward_adopted_from=openstack-ccm"
+)
+
+// upstreamLoadBalancerName is the name upstream gives a Service's load
+// balancer; it differs from LoadBalancerName only beyond 255 characters.
+func upstreamLoadBalancerName(clusterName string, svc ServiceRef) string {
+	s := fmt.Sprintf("kube_service_%s_%s_%s", clusterName, svc.Namespace, svc.Name)
+	if len(s) > maxNameLen {
+		s = s[:maxNameLen]
+	}
+	return s
+}
+
+// upstreamDescription is the description upstream gives a Service's load
+// balancer.
+func upstreamDescription(clusterName string, svc ServiceRef) string {
+	return fmt.Sprintf("Kubernetes external service %s from cluster %s", svc, clusterName)
+}
+
+// adoptionTags are the tags of an upstream load balancer once adopted:
+// its own (the upstream name tag among them), the cluster and Service
+// tags, the Service's owner tag (shared.go) and adoptedTag.
+func adoptionTags(lb *LoadBalancer, id Identity, svc ServiceRef) []string {
+	tags := append([]string{}, lb.Tags...)
+	for _, t := range append(LoadBalancerTags(id, svc), ownerTag(id.ClusterName, svc), adoptedTag) {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}
+
+// clusterTagOf returns the cluster-UID tag a load balancer carries, "" for
+// none.
+func clusterTagOf(lb *LoadBalancer) string {
+	for _, t := range lb.Tags {
+		if strings.HasPrefix(t, clusterUIDTagPrefix) {
+			return t
+		}
+	}
+	return ""
+}
+
+// releasable says whether deleting lb releases the floating IP f (unless
+// the Service keeps it): one this cluster allocated, or, on a load
+// balancer adopted from the upstream CCM, one upstream allocated.
+func releasable(f FloatingIP, lb *LoadBalancer, uid string) bool {
+	if createdByUs(f.Description, uid) {
+		return true
+	}
+	return slices.Contains(lb.Tags, adoptedTag) && strings.HasPrefix(f.Description, upstreamFloatingIPPrefix)
 }

@@ -118,6 +118,9 @@ func (m *Manager) sharedLB(ctx context.Context, id Identity, svc *corev1.Service
 	if lb.Name == LoadBalancerName(id.ClusterName, refOf(svc)) && createdByCluster(lb, id.ClusterUID) {
 		return nil, nil
 	}
+	if m.isUpstreamOf(lb, id, svc) {
+		return nil, nil // upstream's own for this Service: find adopts it
+	}
 	return lb, nil
 }
 

@@ -39,7 +39,10 @@ func (o *Octavia) do(ctx context.Context, op string, fn func(ctx context.Context
 // FindLoadBalancers lists the load balancers with exactly this name that
 // carry tag.
 func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]LoadBalancer, error) {
-	opts := loadbalancers.ListOpts{Name: name, Tags: []string{tag}}
+	opts := loadbalancers.ListOpts{Name: name}
+	if tag != "" { // no tag: every load balancer of that name (adoption, pkg/loadbalancer/adopt.go)
+		opts.Tags = []string{tag}
+	}
 	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
 		func() pagination.Pager { return loadbalancers.List(o.client, opts) }, loadbalancers.ExtractLoadBalancers)
 	if err != nil {
@@ -55,7 +58,7 @@ func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]Lo
 }
 
 func toLoadBalancer(lb *loadbalancers.LoadBalancer) LoadBalancer {
-	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
+	return LoadBalancer{ID: lb.ID, Name: lb.Name, Description: lb.Description, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
 		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: toVIPs(lb.AdditionalVips),
 		Provider: lb.Provider}

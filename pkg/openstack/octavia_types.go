@@ -5,6 +5,7 @@ import "time"
 // LoadBalancer is an Octavia load balancer as the load balancers see it.
 type LoadBalancer struct {
 	ID, Name           string
+	Description        string
 	ProvisioningStatus string
 	VIPAddress         string
 	VIPPortID          string
