@@ -43,9 +43,7 @@ func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
 		idx := b.firstNode + 20 + i
 		name := fmt.Sprintf("%s-lb-%d", cloud.Name(), i)
 		cloud.CreateServer(t, name, idx, "m1.small", "az-1")
-		// Deleted after its kubelet stopped: the next test on the shared
-		// control plane must not see it as a member.
-		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		deleteNodeAtEnd(t, cp, name)
 		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
 		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
 	}
