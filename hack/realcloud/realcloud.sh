@@ -357,7 +357,7 @@ save_schemas() {
 
 dbsync_all() {
   # The schema migrations are independent; run them side by side.
-  local pids=() names=() i
+  local i
   sync_one placement placement-manage --config-dir "$S/etc/placement" db sync
   sync_one glance glance-manage --config-file "$S/etc/glance-api.conf" db_sync
   sync_one neutron neutron-db-manage --config-file "$S/etc/neutron.conf" --config-file "$S/etc/ml2_conf.ini" upgrade heads
