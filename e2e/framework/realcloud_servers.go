@@ -36,7 +36,7 @@ type RealCloud struct {
 
 var _ TestCloud = (*RealCloud)(nil)
 
-// Operator is the lab user that creates and changes servers for the tests.
+// realCloudOperator is the lab user that creates and changes servers for the tests.
 const realCloudOperator = "lab-operator"
 
 func newRealCloud(ctx context.Context, dir string, info RealCloudInfo) (*RealCloud, error) {

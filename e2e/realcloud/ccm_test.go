@@ -65,6 +65,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 		if s.providerID {
 			opts.ProviderID = "openstack:///" + srv.ID
 		}
+		deleteNodeAtEnd(t, cp, s.name)
 		nodes[s.name] = &labNode{server: srv, node: cp.StartNode(t, opts)}
 	}
 	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t), "--concurrent-node-syncs=2") // node controllers only read: reader
@@ -97,6 +98,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 
 	t.Run("a node whose name matches no server stays uninitialized with an Event saying why", func(t *testing.T) {
 		name := prefix + "stray"
+		deleteNodeAtEnd(t, cp, name)
 		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(b.firstNode + 9)})
 		var event *corev1.Event
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -162,6 +164,13 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 			}
 		}
 	})
+}
+
+// deleteNodeAtEnd deletes the Node when the test ends, after its kubelet
+// stopped (cleanups run last-in first-out): later tests on the shared
+// control plane must not see it, e.g. as a load balancer member.
+func deleteNodeAtEnd(t *testing.T, cp *framework.ControlPlane, name string) {
+	t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
 func addressStrings(addrs []corev1.NodeAddress) []string {

@@ -30,30 +30,39 @@ import (
 func TestServiceLoadBalancerWithTheAmphoraProvider(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	for _, b := range backends(t) {
-		t.Run(b.cloud.Name(), func(t *testing.T) { amphoraService(t, cp, b) })
+		t.Run(b.cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "amphora", "") })
 	}
 }
 
-func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
+// TestServiceLoadBalancerWithTheOVNProvider is the same with lb-provider =
+// ovn and the one algorithm that provider accepts, on the real cloud only:
+// cloudsim has no OVN provider (it refuses any provider but amphora).
+func TestServiceLoadBalancerWithTheOVNProvider(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	b := backend{cloud: realCloud, firstNode: 151}
+	t.Run(b.cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "ovn", "lb-method = SOURCE_IP_PORT\n") })
+}
+
+// providerService runs the scenario with lb-provider = provider and extra
+// [LoadBalancer] lines.
+func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provider, extra string) {
 	cloud := b.cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	var nodeIPs []string
 	for i := range 2 {
 		idx := b.firstNode + 20 + i
-		name := fmt.Sprintf("%s-lb-%d", cloud.Name(), i)
+		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
 		cloud.CreateServer(t, name, idx, "m1.small", "az-1")
-		// Deleted after its kubelet stopped: the next test on the shared
-		// control plane must not see it as a member.
-		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		deleteNodeAtEnd(t, cp, name)
 		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
 		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
 	}
 	// No floating IP: the VIP itself is the ingress.
-	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = amphora\n")
+	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = "+provider+"\n"+extra)
 	cp.StartCCM(ctx, t, conf)
 	for i := range 2 {
-		name := fmt.Sprintf("%s-lb-%d", cloud.Name(), i)
+		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
 		if _, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
 			return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint)
 		}); err != nil {
@@ -62,7 +71,7 @@ func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
 	}
 	octavia := octaviaClient(ctx, t, conf)
 
-	ns := "amphora-" + cloud.Name()
+	ns := provider + "-" + cloud.Name()
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -82,7 +91,7 @@ func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
 	}
 	lbName := "kube_service_lab_" + ns + "_web"
 
-	t.Run("the Service gets an ACTIVE amphora load balancer with every node as a member and its VIP as ingress", func(t *testing.T) {
+	t.Run("the Service gets an ACTIVE load balancer of the provider with every node as a member and its VIP as ingress", func(t *testing.T) {
 		var ingress string
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 			s, err := cp.Admin.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -100,8 +109,8 @@ func amphoraService(t *testing.T, cp *framework.ControlPlane, b backend) {
 			t.Fatalf("%d load balancers named %s, want 1", len(lbs), lbName)
 		}
 		lb := lbs[0]
-		if lb.ProvisioningStatus != "ACTIVE" || lb.Provider != "amphora" || lb.VipAddress != ingress {
-			t.Errorf("load balancer status %s provider %s VIP %s; want ACTIVE, amphora, the ingress %s", lb.ProvisioningStatus, lb.Provider, lb.VipAddress, ingress)
+		if lb.ProvisioningStatus != "ACTIVE" || lb.Provider != provider || lb.VipAddress != ingress {
+			t.Errorf("load balancer status %s provider %s VIP %s; want ACTIVE, %s, the ingress %s", lb.ProvisioningStatus, lb.Provider, lb.VipAddress, provider, ingress)
 		}
 		if len(lb.Pools) != 1 {
 			t.Fatalf("load balancer has %d pools, want 1", len(lb.Pools))

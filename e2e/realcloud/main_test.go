@@ -16,8 +16,8 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-// real is the package's real cloud, up for the whole run.
-var real *framework.RealCloud
+// realCloud is the package's real cloud, up for the whole run.
+var realCloud *framework.RealCloud
 
 func TestMain(m *testing.M) {
 	framework.RunInLab(func() int {
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		}
 		defer stop()
 		fmt.Fprintf(os.Stderr, "real cloud up in %s (state and logs in %s)\n", rc.StartupTime.Round(1e9), rc.Dir)
-		real = rc
+		realCloud = rc
 		return m.Run()
 	})
 }
@@ -45,6 +45,6 @@ func backends(t *testing.T) []backend {
 	t.Helper()
 	return []backend{
 		{cloud: framework.StartCloud(t, framework.CloudOptions{}).Backend(), firstNode: 1},
-		{cloud: real, firstNode: 101},
+		{cloud: realCloud, firstNode: 101},
 	}
 }

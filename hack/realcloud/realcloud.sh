@@ -303,10 +303,12 @@ start_ovn() {
 sbctl() { sys ovn-sbctl --db="tcp:$IP:6642" "$@"; }
 
 start_keystone() {
-  if [[ ! -f $S/keystone/.bootstrapped ]]; then
-    sys keystone-manage --config-file "$S/etc/keystone.conf" db_sync >/dev/null
+  if [[ ! -d $S/keystone/fernet-keys ]]; then
     sys keystone-manage --config-file "$S/etc/keystone.conf" fernet_setup --keystone-user root --keystone-group root >/dev/null
     sys keystone-manage --config-file "$S/etc/keystone.conf" credential_setup --keystone-user root --keystone-group root >/dev/null
+  fi
+  if [[ ! -f $S/keystone/.bootstrapped ]]; then
+    sys keystone-manage --config-file "$S/etc/keystone.conf" db_sync >/dev/null
     sys keystone-manage --config-file "$S/etc/keystone.conf" bootstrap --bootstrap-password "$ADMIN_PASS" \
       --bootstrap-admin-url "http://$IP:5000/v3" --bootstrap-public-url "http://$IP:5000/v3" \
       --bootstrap-internal-url "http://$IP:5000/v3" --bootstrap-region-id "$REGION" >/dev/null
@@ -316,9 +318,46 @@ start_keystone() {
   wait_http keystone "http://$IP:5000/v3" 90
 }
 
+# The schemas (every service's migrations, Keystone's bootstrap and the
+# identity seed) take most of a cold bring-up's CPU and come out the same
+# for the same packages, address and scripts: the first bring-up dumps
+# them to a cache, the next ones load the dump instead.
+schema_cache() {
+  local key
+  key=$({
+    dpkg-query -W keystone python3-nova python3-neutron python3-octavia python3-glance python3-placement mariadb-server
+    echo "$IP $REGION"
+    cat "$HERE/realcloud.sh" "$HERE/seed.py" "$HERE"/templates/*
+  } | sha256sum | cut -c1-16)
+  echo "${REALCLOUD_CACHE:-${HOME:-/root}/.cache/stackward/realcloud}/schemas-$key.sql.gz"
+}
+
+restore_schemas() {
+  local dump
+  dump=$(schema_cache)
+  [[ -f $dump && ! -f $S/keystone/.bootstrapped ]] || return 0
+  gunzip -c "$dump" | sys mariadb --defaults-file="$S/etc/my.cnf" --socket="$S/mysql/mysql.sock" -uroot >/dev/null
+  touch "$S"/{placement,glance,neutron,octavia,nova}.synced "$S/keystone/.bootstrapped"
+  log "database schemas loaded from $dump"
+}
+
+save_schemas() {
+  local dump
+  dump=$(schema_cache)
+  [[ -f $dump ]] && return 0
+  mkdir -p "$(dirname "$dump")"
+  if mariadb-dump --defaults-file="$S/etc/my.cnf" --socket="$S/mysql/mysql.sock" -uroot --single-transaction \
+    --databases keystone glance placement nova_api nova nova_cell0 neutron octavia 2>>"$S/log/setup.log" |
+    gzip >"$dump.tmp"; then
+    mv "$dump.tmp" "$dump"
+  else
+    rm -f "$dump.tmp"
+  fi
+}
+
 dbsync_all() {
   # The schema migrations are independent; run them side by side.
-  local pids=() names=() i
+  local i
   sync_one placement placement-manage --config-dir "$S/etc/placement" db sync
   sync_one glance glance-manage --config-file "$S/etc/glance-api.conf" db_sync
   sync_one neutron neutron-db-manage --config-file "$S/etc/neutron.conf" --config-file "$S/etc/ml2_conf.ini" upgrade heads
@@ -403,6 +442,7 @@ up() {
   start_mariadb
   start_rabbitmq
   start_ovn
+  restore_schemas
   log "starting Keystone; database migrations"
   dbsync_all &
   local dbsync=$!
@@ -411,6 +451,7 @@ up() {
   log "seeding identity"
   seed identity
   wait $dbsync || exit 1
+  save_schemas
   log "starting Placement, Glance, Nova, Neutron, Octavia"
   start_services
   log "seeding the lab's cloud"
