@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 func main() {

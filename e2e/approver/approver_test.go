@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/internal/cloudsim"
 	"github.com/stackward/stackward/pkg/approver"
-	"github.com/stackward/stackward/pkg/cloudsim"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }

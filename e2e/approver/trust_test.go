@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/internal/cloudsim"
 	"github.com/stackward/stackward/pkg/approver"
-	"github.com/stackward/stackward/pkg/cloudsim"
 )
 
 // TestTheTrustBoundary: serving certificates come from the kubelet-serving

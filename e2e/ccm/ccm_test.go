@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }

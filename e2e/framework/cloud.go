@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // CloudIP is where the simulated OpenStack listens inside the lab.

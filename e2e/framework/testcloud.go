@@ -3,7 +3,7 @@ package framework
 import (
 	"testing"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // TestCloud is what a cloud-facing e2e test needs from its cloud, whichever

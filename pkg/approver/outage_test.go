@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // TestCloudOutageDuringABurst: Nova fails while 200 nodes ask for serving

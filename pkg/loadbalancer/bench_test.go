@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cloud-provider/api"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // BenchmarkServicesToActive creates 100 Services' load balancers (one TCP

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/loadbalancer"
 	"github.com/stackward/stackward/pkg/openstack"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // These tests read what stackward-cloudsim serves and writes, so that

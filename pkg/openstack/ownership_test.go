@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stackward/stackward/pkg/cloudsim"
+	"github.com/stackward/stackward/internal/cloudsim"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
