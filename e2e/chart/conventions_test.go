@@ -88,6 +88,33 @@ func TestChartConventions(t *testing.T) {
 				t.Errorf("pod labels %v", l)
 			}
 		}},
+		{"commonAnnotations annotate every object and the pods, keeping the chart's own annotations", "global", func(t *testing.T, r rendered) {
+			for _, o := range r.objects {
+				if a := o.Metadata.Annotations; a["example.com/runbook"] != "https://runbooks.example.com/stackward" || a["example.com/owner"] != "platform-team" {
+					t.Errorf("%s %s annotations %v", o.Kind, o.Metadata.Name, a)
+				}
+			}
+			// podAnnotations win over commonAnnotations on the pods, and the
+			// config checksums that roll them stay.
+			a := r.pod.Annotations
+			if a["example.com/owner"] != "control-plane-team" || a["example.com/runbook"] != "https://runbooks.example.com/stackward" {
+				t.Errorf("pod annotations %v", a)
+			}
+			for _, k := range []string{"checksum/cloud-config", "checksum/approver-config"} {
+				if a[k] == "" {
+					t.Errorf("pod annotations %v lack %s", a, k)
+				}
+			}
+			// A token Secret still names its ServiceAccount, or the token controller never fills it.
+			if len(r.tokens) == 0 {
+				t.Fatal("no ServiceAccount token Secret rendered")
+			}
+			for _, s := range r.tokens {
+				if s.Annotations[corev1.ServiceAccountNameKey] == "" || s.Annotations["example.com/owner"] != "platform-team" {
+					t.Errorf("token Secret %s annotations %v", s.Name, s.Annotations)
+				}
+			}
+		}},
 		{"a PodMonitor scrapes with the operator's token Secret and relabels", "podmonitor", func(t *testing.T, r rendered) {
 			if r.kinds["PodMonitor"] != 1 || r.kinds["ServiceMonitor"] != 0 || r.kinds["Service"] != 0 {
 				t.Errorf("kinds %v: want one PodMonitor and no ServiceMonitor or Service", r.kinds)

@@ -168,8 +168,9 @@ type rendered struct {
 type object struct {
 	Kind     string
 	Metadata struct {
-		Name   string
-		Labels map[string]string
+		Name        string
+		Labels      map[string]string
+		Annotations map[string]string
 	}
 	doc string
 }

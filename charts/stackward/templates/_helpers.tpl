@@ -214,13 +214,20 @@ form is what `kubectl get secret -o json` shows: base64 values, sorted keys. */}
 {{- end }}
 {{- end -}}
 
-{{/* host:port for a bind flag; IPv6 literals get brackets. */}}
-{{- define "stackward.hostPort" -}}
-{{- $host := index . 0 -}}
-{{- $port := index . 1 -}}
-{{- if contains ":" $host -}}
-{{- printf "[%s]:%v" $host $port -}}
-{{- else -}}
-{{- printf "%s:%v" $host $port -}}
+{{/* An "annotations:" block for an object's metadata, or nothing when there
+are none: the maps of the list merged in order, a later one winning. Callers
+put commonAnnotations first and the chart's own last, so an operator's
+annotation never replaces one the chart relies on (a checksum, a token
+Secret's ServiceAccount). */}}
+{{- define "stackward.annotations" -}}
+{{- $out := dict -}}
+{{- range . -}}
+{{- range $k, $v := . | default dict -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- with $out -}}
+annotations:
+  {{- toYaml . | nindent 2 }}
 {{- end -}}
 {{- end -}}
