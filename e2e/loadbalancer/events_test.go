@@ -26,6 +26,7 @@ func TestAServiceLifecycleWithoutFaultsRecordsNoWarning(t *testing.T) {
 	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: time.Second}, "", nil, "ev", 190, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "calm")
+	t.Cleanup(func() { dropServices(t, cp, "calm") })
 	const name = "kube_service_lab_calm_web"
 
 	svc := lbService("calm", "web")

@@ -31,6 +31,9 @@ func TestOVNProviderServices(t *testing.T) {
 	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 300 * time.Millisecond}, conf, nil, "ovn", 200, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "ovn")
+	// Services outlive the test in the shared control plane: a later test's CCM
+	// (another cloud, amphora) would build the refused L7 one there.
+	t.Cleanup(func() { dropServices(t, cp, "ovn") })
 
 	t.Run("a plain Service with a health monitor works with SOURCE_IP_PORT", func(t *testing.T) {
 		svc := lbService("ovn", "plain",

@@ -36,6 +36,7 @@ func TestAServiceTakenOverFromTheUpstreamCCMKeepsItsAddress(t *testing.T) {
 	l := newLab(ctx, t, framework.CloudOptions{}, "", nil, "up", 220, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "moved")
+	t.Cleanup(func() { dropServices(t, cp, "moved") })
 	const name = "kube_service_lab_moved_web"
 	const nodePort = 31080
 
@@ -136,6 +137,7 @@ func TestAnOperatorsLoadBalancerWithTheServicesNameIsNeverAdoptedOrDeleted(t *te
 	l := newLab(ctx, t, framework.CloudOptions{}, "", nil, "op", 225, 1)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "stray")
+	t.Cleanup(func() { dropServices(t, cp, "stray") })
 	const name = "kube_service_lab_stray_api"
 	lb, err := loadbalancers.Create(ctx, api.octavia, loadbalancers.CreateOpts{
 		Name: name, Description: "made by hand", VipSubnetID: labSubnet(ctx, t, api)}).Extract()
