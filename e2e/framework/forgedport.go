@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -80,4 +81,24 @@ func forgeServerPort(t testing.TB, authURL, user, password, serverID string) (st
 		t.Fatalf("forged port %s got no fixed IP", p.ID)
 	}
 	return p.ID, p.FixedIPs[0].IPAddress
+}
+
+// PortState is how an admin sees a port: status, device owner and binding
+// (binding:host_id and vif_type are admin-only), for test diagnostics.
+func (r *RealCloud) PortState(t testing.TB, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var p struct {
+		Port struct {
+			Status      string `json:"status"`
+			DeviceOwner string `json:"device_owner"`
+			HostID      string `json:"binding:host_id"`
+			VIFType     string `json:"binding:vif_type"`
+		} `json:"port"`
+	}
+	if err := ports.Get(ctx, r.network, id).ExtractInto(&p); err != nil {
+		return fmt.Sprintf("port %s: %v", id, err)
+	}
+	return fmt.Sprintf("port %s: status %s, device_owner %s, binding:host_id %q, vif_type %q", id, p.Port.Status, p.Port.DeviceOwner, p.Port.HostID, p.Port.VIFType)
 }

@@ -92,8 +92,15 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
 	})
 
 	t.Run("a port a project member forged with the node's device_id is refused, before and after Nova lists its address", func(t *testing.T) {
-		_, forgedIP := forger.ForgeServerPort(t, srvA.ID)
+		forgedPort, forgedIP := forger.ForgeServerPort(t, srvA.ID)
 		forgedAt := time.Now()
+		portState := func() string {
+			if rc, ok := cloud.(*framework.RealCloud); ok {
+				return rc.PortState(t, forgedPort) // as admin: binding fields shown
+			}
+			return "(cloudsim)"
+		}
+		t.Logf("%s: forged %s", cloud.Name(), portState())
 		// The approver reads Neutron's ports: the forged one is DOWN and
 		// unbound, so its address is reported for the server yet refused.
 		assertForgeryDenied := func(when string) {
@@ -101,7 +108,7 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
 			c := decided(ctx, t, cp, requestServing(ctx, t, asA, nameA, framework.NodeIP(idxA), forgedIP))
 			d := framework.Condition(c, certificatesv1.CertificateDenied)
 			if d == nil || d.Reason != approver.ReasonUntrustedAddress || !strings.Contains(d.Message, forgedIP) || !strings.Contains(d.Message, "not ACTIVE") {
-				t.Fatalf("%s: request with the forged port's %s: %s; want denied %s, the port not ACTIVE", when, forgedIP, framework.DescribeCSR(c), approver.ReasonUntrustedAddress)
+				t.Fatalf("%s: request with the forged port's %s: %s; want denied %s, the port not ACTIVE (%s)", when, forgedIP, framework.DescribeCSR(c), approver.ReasonUntrustedAddress, portState())
 			}
 			if len(c.Status.Certificate) > 0 {
 				t.Errorf("%s: a certificate was issued for the forged address", when)
@@ -122,7 +129,7 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
 		if err != nil {
 			t.Fatalf("Nova did not list the forged address %s for server %s within 150 s (last seen %v): %v", forgedIP, srvA.ID, last.FixedIPs, err)
 		}
-		t.Logf("%s: Nova lists the forged address %s for the server %s after the forgery", cloud.Name(), forgedIP, time.Since(forgedAt).Round(time.Second))
+		t.Logf("%s: Nova lists the forged address %s for the server %s after the forgery; %s", cloud.Name(), forgedIP, time.Since(forgedAt).Round(time.Second), portState())
 		assertForgeryDenied("once Nova lists the address")
 	})
 }
