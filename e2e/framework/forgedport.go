@@ -90,15 +90,13 @@ func (r *RealCloud) PortState(t testing.TB, id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var p struct {
-		Port struct {
-			Status      string `json:"status"`
-			DeviceOwner string `json:"device_owner"`
-			HostID      string `json:"binding:host_id"`
-			VIFType     string `json:"binding:vif_type"`
-		} `json:"port"`
+		Status      string `json:"status"`
+		DeviceOwner string `json:"device_owner"`
+		HostID      string `json:"binding:host_id"`
+		VIFType     string `json:"binding:vif_type"`
 	}
 	if err := ports.Get(ctx, r.network, id).ExtractInto(&p); err != nil {
 		return fmt.Sprintf("port %s: %v", id, err)
 	}
-	return fmt.Sprintf("port %s: status %s, device_owner %s, binding:host_id %q, vif_type %q", id, p.Port.Status, p.Port.DeviceOwner, p.Port.HostID, p.Port.VIFType)
+	return fmt.Sprintf("port %s: status %s, device_owner %s, binding:host_id %q, vif_type %q", id, p.Status, p.DeviceOwner, p.HostID, p.VIFType)
 }
