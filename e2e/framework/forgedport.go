@@ -83,20 +83,28 @@ func forgeServerPort(t testing.TB, authURL, user, password, serverID string) (st
 	return p.ID, p.FixedIPs[0].IPAddress
 }
 
-// PortState is how an admin sees a port: status, device owner and binding
-// (binding:host_id and vif_type are admin-only), for test diagnostics.
-func (r *RealCloud) PortState(t testing.TB, id string) string {
+// AdminPort is how an admin sees a port: status, device owner and binding
+// (binding:host_id and vif_type are admin-only).
+type AdminPort struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	DeviceOwner string `json:"device_owner"`
+	HostID      string `json:"binding:host_id"`
+	VIFType     string `json:"binding:vif_type"`
+}
+
+func (p AdminPort) String() string {
+	return fmt.Sprintf("port %s: status %s, device_owner %s, binding:host_id %q, vif_type %q", p.ID, p.Status, p.DeviceOwner, p.HostID, p.VIFType)
+}
+
+// PortAsAdmin reads the port as the lab's operator (an admin).
+func (r *RealCloud) PortAsAdmin(t testing.TB, id string) AdminPort {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var p struct {
-		Status      string `json:"status"`
-		DeviceOwner string `json:"device_owner"`
-		HostID      string `json:"binding:host_id"`
-		VIFType     string `json:"binding:vif_type"`
-	}
+	var p AdminPort
 	if err := ports.Get(ctx, r.network, id).ExtractInto(&p); err != nil {
-		return fmt.Sprintf("port %s: %v", id, err)
+		t.Fatalf("read port %s as admin: %v", id, err)
 	}
-	return fmt.Sprintf("port %s: status %s, device_owner %s, binding:host_id %q, vif_type %q", id, p.Status, p.DeviceOwner, p.HostID, p.VIFType)
+	return p
 }
