@@ -29,8 +29,10 @@ while true; do
   fi
   for h in "$@"; do
     for pb in $(sb --bare --columns=_uuid find Port_Binding "options:requested-chassis=$h" chassis='[]' 2>/dev/null); do
-      if [[ -z $(sb --bare get Port_Binding "$pb" type 2>/dev/null) ]] &&
-        ! grep -qxF "$(sb --bare get Port_Binding "$pb" logical_port 2>/dev/null)" "$plugged" 2>/dev/null; then
+      # `get` prints strings quoted ("" for a VIF's empty type).
+      type=$(sb --bare get Port_Binding "$pb" type 2>/dev/null | tr -d '"')
+      port=$(sb --bare get Port_Binding "$pb" logical_port 2>/dev/null | tr -d '"')
+      if [[ -z $type ]] && ! grep -qxF "$port" "$plugged" 2>/dev/null; then
         continue # a VIF no hypervisor plugged: it stays DOWN
       fi
       if sb -- --id=@c get Chassis "$h" -- set Port_Binding "$pb" chassis=@c up=true >/dev/null 2>&1; then
