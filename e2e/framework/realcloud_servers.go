@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -116,6 +117,12 @@ func (r *RealCloud) CreateServer(t testing.TB, name string, i int, flavor, az st
 	}).Extract()
 	if err != nil {
 		t.Fatalf("create port for server %s with %s: %v", name, NodeIP(i), err)
+	}
+	// The lab's chassis loop brings up only the ports a "hypervisor" plugged:
+	// this server's NIC (see hack/realcloud/chassis-loop.sh).
+	if err := r.plug(port.ID); err != nil {
+		_ = ports.Delete(ctx, r.network, port.ID).ExtractErr()
+		t.Fatalf("plug port of server %s: %v", name, err)
 	}
 	srv, err := servers.Create(ctx, r.compute, servers.CreateOpts{
 		Name:             name,
@@ -329,4 +336,21 @@ func realServer(s *servers.Server) TestServer {
 		}
 	}
 	return out
+}
+
+// plug records a port as a NIC of a server the lab booted, which the lab's
+// chassis loop then brings up as ovn-controller would once the hypervisor
+// plugged it.
+func (r *RealCloud) plug(portID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, err := os.OpenFile(filepath.Join(r.Dir, "plugged-ports"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, portID); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -297,7 +297,8 @@ start_ovn() {
     fi
     n=$((n + 1))
   done
-  start ovn-chassis bash "$HERE/chassis-loop.sh" "tcp:$IP:6642" "${HOSTS[@]}"
+  : >"$S/plugged-ports" # the ports of the servers the lab boots (chassis-loop.sh)
+  start ovn-chassis bash "$HERE/chassis-loop.sh" "tcp:$IP:6642" "$S/plugged-ports" "${HOSTS[@]}"
 }
 
 sbctl() { sys ovn-sbctl --db="tcp:$IP:6642" "$@"; }

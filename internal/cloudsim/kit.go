@@ -78,9 +78,21 @@ type resource[T any] struct {
 	owner  func(*T) string
 	// public objects are readable (not writable) by every project: shared
 	// and external networks and their subnets.
-	public   func(*state, *T) bool
-	view     func(*Sim, *T) map[string]any
+	public func(*state, *T) bool
+	view   func(*Sim, *T) map[string]any
+	// redact, when not nil, removes from a view what the caller's role may
+	// not see (Neutron's admin-only port binding fields).
+	redact   func(r *http.Request, v map[string]any)
 	notFound func(id string) error
+}
+
+// render is the view of x as the caller may see it.
+func (rs *resource[T]) render(s *Sim, r *http.Request, x *T) map[string]any {
+	v := rs.view(s, x)
+	if rs.redact != nil {
+		rs.redact(r, v)
+	}
+	return v
 }
 
 // readable reports whether the caller may see x.
@@ -118,7 +130,7 @@ func (rs *resource[T]) views(s *Sim, r *http.Request, items []*T) []map[string]a
 	out := make([]map[string]any, 0, len(items))
 	for _, x := range items {
 		if rs.readable(r, s.state, x) {
-			out = append(out, rs.view(s, x))
+			out = append(out, rs.render(s, r, x))
 		}
 	}
 	return out
@@ -153,8 +165,8 @@ func (rs *resource[T]) list(s *Sim, candidates func(*state, *http.Request) ([]*T
 
 // show answers GET on one object.
 func (rs *resource[T]) show(s *Sim) http.HandlerFunc {
-	return rs.with(s, "", func(w http.ResponseWriter, _ *http.Request, _ *state, x *T) {
-		writeJSON(w, http.StatusOK, map[string]any{rs.one: rs.view(s, x)})
+	return rs.with(s, "", func(w http.ResponseWriter, r *http.Request, _ *state, x *T) {
+		writeJSON(w, http.StatusOK, map[string]any{rs.one: rs.render(s, r, x)})
 	})
 }
 
@@ -208,7 +220,7 @@ func updateHandler[T, B any](s *Sim, rs *resource[T], apply func(r *http.Request
 			writeErr(w, rs.service, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{rs.one: rs.view(s, x)})
+		writeJSON(w, http.StatusOK, map[string]any{rs.one: rs.render(s, r, x)})
 	})
 }
 

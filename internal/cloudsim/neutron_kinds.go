@@ -37,8 +37,8 @@ var (
 			n := st.networks.byID[sn.NetworkID]
 			return n != nil && (n.External || n.Shared)
 		})
-	portRes = neutronResource[port]("port", "ports", func(st *state) *coll[port] { return st.ports },
-		(*Sim).portView, "PortNotFound", "Port %s could not be found.")
+	portRes = withRedact(neutronResource[port]("port", "ports", func(st *state) *coll[port] { return st.ports },
+		(*Sim).portView, "PortNotFound", "Port %s could not be found."), redactPortBinding)
 	routerRes = neutronResource[router]("router", "routers", func(st *state) *coll[router] { return st.routers },
 		(*Sim).routerView, "RouterNotFound", "Router %s could not be found")
 	fipRes = neutronResource[floatingIP]("floatingip", "floatingips", func(st *state) *coll[floatingIP] { return st.fips },
@@ -50,6 +50,11 @@ var (
 )
 
 // withPublic makes a resource readable by every project where public says so.
+func withRedact[T any](rs *resource[T], redact func(*http.Request, map[string]any)) *resource[T] {
+	rs.redact = redact
+	return rs
+}
+
 func withPublic[T any](rs *resource[T], public func(*state, *T) bool) *resource[T] {
 	rs.public = public
 	return rs

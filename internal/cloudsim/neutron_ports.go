@@ -41,16 +41,18 @@ func (s *Sim) portView(p *port) map[string]any {
 	}
 	sgs := append([]string{}, p.SecurityGroups...)
 	tags := append([]string{}, p.Tags...)
-	host := ""
-	if strings.HasPrefix(p.DeviceOwner, "compute:") {
-		host = "cloudsim-" + strings.TrimPrefix(p.DeviceOwner, "compute:")
+	// Bound to a host only once Nova plugged it (ACTIVE); a port that only
+	// carries a server's device_id is unbound, as in Neutron.
+	host, vif := "", "unbound"
+	if strings.HasPrefix(p.DeviceOwner, "compute:") && p.Status == "ACTIVE" {
+		host, vif = "cloudsim-"+strings.TrimPrefix(p.DeviceOwner, "compute:"), "ovs"
 	}
 	return map[string]any{
 		"id": p.ID, "name": p.Name, "description": p.Description, "network_id": p.NetworkID,
 		"tenant_id": p.ProjectID, "project_id": p.ProjectID, "mac_address": p.MAC, "admin_state_up": p.AdminUp,
 		"status": p.Status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner, "fixed_ips": ips,
 		"allowed_address_pairs": pairs, "security_groups": sgs, "extra_dhcp_opts": []any{},
-		"binding:host_id": host, "binding:vif_type": "ovs", "binding:vnic_type": "normal",
+		"binding:host_id": host, "binding:vif_type": vif, "binding:vnic_type": "normal",
 		"binding:vif_details": map[string]any{"port_filter": true}, "binding:profile": map[string]any{},
 		"port_security_enabled": true, "dns_name": "", "dns_assignment": dns, "tags": tags,
 		"created_at": neutronTS(p.Created), "updated_at": neutronTS(p.Updated), "revision_number": p.Revision,
@@ -134,11 +136,16 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 		neutronError(w, statusFor(err), "BadRequest", "%v", err)
 		return
 	}
+	// A port made through the API is DOWN whatever device_id it carries:
+	// only binding to a host (Nova attaching it, binding:host_id being
+	// admin-only) brings it up. Real Neutron (Zed, ML2/OVN) keeps a port a
+	// project member creates with a server's device_id DOWN and unbound.
+	p.Status = "DOWN"
 	if b.Description != nil {
 		p.Description = *b.Description
 	}
 	p.Tags = b.Tags
-	writeJSON(w, http.StatusCreated, map[string]any{"port": s.portView(p)})
+	writeJSON(w, http.StatusCreated, map[string]any{"port": portRes.render(s, r, p)})
 }
 
 // updatePort applies a port update; a failed fixed_ips change leaves the
@@ -203,4 +210,16 @@ func removePort(st *state, p *port) error {
 	}
 	st.deletePort(p.ID)
 	return nil
+}
+
+// redactPortBinding drops the binding fields Neutron's default policy shows
+// to admins only (binding:host_id, vif_type, vif_details, profile); the
+// owner keeps binding:vnic_type.
+func redactPortBinding(r *http.Request, v map[string]any) {
+	if isAdmin(r) {
+		return
+	}
+	for _, k := range []string{"binding:host_id", "binding:vif_type", "binding:vif_details", "binding:profile"} {
+		delete(v, k)
+	}
 }

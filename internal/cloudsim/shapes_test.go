@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,6 +149,8 @@ func compareDynamic(path string, fixture, ours any, problems *[]string) {
 	}
 }
 
+var adminOnlyPortFields = []string{"binding:host_id", "binding:vif_type", "binding:vif_details", "binding:profile"}
+
 func TestResponsesHaveGophercloudFixtureShapes(t *testing.T) {
 	env := newLBEnv(t, Options{OctaviaDelay: 50 * time.Millisecond})
 	sim := env.sim
@@ -208,6 +211,11 @@ func TestResponsesHaveGophercloudFixtureShapes(t *testing.T) {
 			}
 			var problems []string
 			compareShape(tt.key, fixture, doc[tt.key], &problems)
+			// The fixture is an admin's view; Neutron shows a port's
+			// binding fields but vnic_type to admins only.
+			problems = slices.DeleteFunc(problems, func(p string) bool {
+				return slices.Contains(adminOnlyPortFields, strings.TrimSuffix(strings.TrimPrefix(p, "port."), ": missing"))
+			})
 			if len(problems) > 0 {
 				t.Errorf("%d differences:\n%s", len(problems), strings.Join(problems, "\n"))
 			}
