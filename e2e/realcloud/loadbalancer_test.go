@@ -153,6 +153,39 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provid
 			t.Fatalf("load balancer %s still there: %v", lbName, err)
 		}
 	})
+
+	// Octavia's PENDING_* states are normal progress: on the real cloud they
+	// last seconds, and each used to be a SyncLoadBalancerFailed Warning.
+	t.Run("creating and deleting the Service recorded no Warning, only Normal events", func(t *testing.T) {
+		var events []corev1.Event
+		// The recorder writes asynchronously: wait for the last step's event.
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := cp.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+			if err != nil {
+				return false, nil
+			}
+			events = list.Items
+			return slices.ContainsFunc(events, func(e corev1.Event) bool { return e.Reason == "DeletedLoadBalancer" }), nil
+		})
+		if err != nil {
+			t.Fatalf("no DeletedLoadBalancer event: %v; events %v", err, eventSummary(events))
+		}
+		for _, e := range events {
+			if e.Type == corev1.EventTypeWarning {
+				t.Errorf("Warning %s: %s (events %v)", e.Reason, e.Message, eventSummary(events))
+			}
+		}
+		t.Logf("%s: events %v", cloud.Name(), eventSummary(events))
+	})
+}
+
+// eventSummary lists events as type/reason×count.
+func eventSummary(events []corev1.Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, fmt.Sprintf("%s/%s×%d", e.Type, e.Reason, e.Count))
+	}
+	return out
 }
 
 // octaviaClient is Octavia as the CCM's user sees it, from its cloud.conf.
