@@ -67,7 +67,7 @@ func TestBenchProcessRSS(t *testing.T) {
 				"--concurrent-node-syncs=10", "--kube-api-qps=100", "--kube-api-burst=200"}, framework.CCMArgs...)
 			ccm := framework.StartProcessForTest(t, dir, "stackward-ccm", filepath.Join(bin, "stackward-ccm"), ccmArgs...)
 			appr := framework.StartProcessForTest(t, dir, "stackward-approver", filepath.Join(bin, "stackward-approver"),
-				"--kubeconfig="+kubeconfig, "--cloud-config="+conf, "--metrics-bind-address=0",
+				"--kubeconfig="+kubeconfig, "--cloud-config="+conf, "--secure-port=0",
 				"--leader-elect-resource-namespace="+framework.ChartNamespace)
 			start := time.Now()
 			err = wait.PollUntilContextTimeout(ctx, time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
