@@ -20,7 +20,12 @@ import (
 // kubelet-serving CA as bootstrap/README.md says, with the approver as the
 // signer (its CA in a directory, as the chart mounts the Secret), and
 // checks after every step that the apiserver still reaches every kubelet
-// over verified TLS (the path of kubectl logs, exec and port-forward).
+// over verified TLS (the path of kubectl logs, exec and port-forward),
+// while pod logs are read through the apiserver from every node all along.
+// The hollow kubelet's fake runtime cannot exec (its CRI Exec returns no
+// streaming URL), so logs stand for exec: both are the apiserver's kubelet
+// client, verifying the serving certificate with the same
+// --kubelet-certificate-authority.
 // It replaces the package's shared control plane with one whose
 // kube-controller-manager does not sign serving certificates, so it runs
 // last (files and tests run in order).
@@ -84,25 +89,39 @@ func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 		}
 	}
 	reachable("before the rotation")
+	prober := cp.StartLogProber(ctx, t, names)
+	defer prober.Stop()
+	setCAFlag := func(path string) {
+		t.Helper()
+		prober.PauseAPIServer()
+		defer prober.ResumeAPIServer()
+		if err := cp.SetAPIServerFlag(ctx, "kubelet-certificate-authority", path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
 
 	res, err := pki.Rotate(pki.RotateOptions{Dir: pkiDir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.SetAPIServerFlag(ctx, "kubelet-certificate-authority", res.BundlePath); err != nil {
-		t.Fatal(err)
-	}
+	setCAFlag(res.BundlePath)
 	reachable("the apiserver trusts the bundle of both CAs")
 
 	stop = runSigner()
 	writeCA(res.NextCertPath, res.NextKeyPath) // the Secret updated: no restart
 	for _, n := range nodes {
+		// Renewing restarts the kubelet: its pod's logs are not probed
+		// until it serves again; the other node's are.
+		prober.PauseNode(n.Name)
 		if err := n.RenewServingCertificate(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := n.WaitForServingCertificate(ctx, res.Next.CertPEM, 90*time.Second); err != nil {
 			t.Fatalf("%s did not get a certificate of the next CA from the running signer: %v", n.Name, err)
+		}
+		if err := prober.ResumeNode(ctx, n.Name); err != nil {
+			t.Fatalf("after %s renewed: %v", n.Name, err)
 		}
 		reachable("after " + n.Name + " renewed")
 	}
@@ -111,10 +130,18 @@ func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 	if _, err := pki.Finish(pkiDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.SetAPIServerFlag(ctx, "kubelet-certificate-authority", filepath.Join(pkiDir, pki.CertFile)); err != nil {
-		t.Fatal(err)
-	}
+	setCAFlag(filepath.Join(pkiDir, pki.CertFile))
 	reachable("the old CA dropped")
+	ok, errs := prober.Stop()
+	for _, e := range errs {
+		t.Errorf("during the rotation: %s", e)
+	}
+	for _, name := range names {
+		if ok[name] == 0 {
+			t.Errorf("no logs of the pod on %s were read during the rotation", name)
+		}
+	}
+	t.Logf("pod logs read through the apiserver during the rotation: %v, %d failures", ok, len(errs))
 	t.Logf("rotation of the kubelet-serving CA, %d kubelets, end to end (two apiserver restarts): %v", len(nodes), time.Since(start).Round(time.Second))
 	for _, n := range nodes {
 		if _, err := n.ServingCertificate(ctx, cp.ServingCACert); err == nil {
