@@ -456,3 +456,18 @@ func clearDir(dir string) error {
 	}
 	return nil
 }
+
+// Acquired reports whether host h's kube-controller-manager has taken the
+// kube-system Lease named lease (its log says so when it does).
+func (h *ControlPlaneHost) Acquired(lease string) bool {
+	for _, p := range h.procs {
+		if !strings.HasPrefix(p.Name, "kube-controller-manager") {
+			continue
+		}
+		data, err := os.ReadFile(p.LogPath)
+		if err == nil && strings.Contains(string(data), `"Successfully acquired lease" lock="kube-system/`+lease+`"`) {
+			return true
+		}
+	}
+	return false
+}

@@ -112,12 +112,24 @@ func TestThreeControlPlaneHostsBehindAVIPSurviveLosingOne(t *testing.T) {
 		installWithWait(ctx, t, cp, cloud, "helm4", "ha-wait", framework.HAHosts)
 	})
 
-	lost := cp.Hosts()[0]
-	nodes[0].Stop()
-	if err := cp.StopHost(lost.Name); err != nil {
+	// The host whose kube-controller-manager leads goes: the others must
+	// take over signing (kubelet client and serving certificates).
+	const kcmLease = "kube-controller-manager"
+	lost := -1
+	for i, h := range cp.Hosts() {
+		if h.Acquired(kcmLease) {
+			lost = i
+		}
+	}
+	if lost < 0 {
+		t.Fatal("no host's kube-controller-manager says it acquired its lease")
+	}
+	lostHost := cp.Hosts()[lost]
+	nodes[lost].Stop()
+	if err := cp.StopHost(lostHost.Name); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("control-plane host %s (%s) powered off: its etcd member, apiserver, controller manager and kubelet", lost.Name, lost.IP)
+	t.Logf("control-plane host %s (%s), whose kube-controller-manager led, powered off: its etcd member, apiserver, controller manager and kubelet", lostHost.Name, lostHost.IP)
 
 	t.Run("with one host gone a new worker joins, is approved and initialized", func(t *testing.T) {
 		start := time.Now()
@@ -125,8 +137,11 @@ func TestThreeControlPlaneHostsBehindAVIPSurviveLosingOne(t *testing.T) {
 		t.Logf("a worker joined through the remaining two hosts in %v", time.Since(start).Round(time.Millisecond))
 	})
 
-	t.Run("the remaining etcd members keep all three in the cluster", func(t *testing.T) {
-		for _, h := range cp.Hosts()[1:] {
+	t.Run("the remaining etcd members still list all three", func(t *testing.T) {
+		for _, h := range cp.Hosts() {
+			if h == lostHost {
+				continue
+			}
 			members, err := cp.EtcdMembers(ctx, h)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +150,19 @@ func TestThreeControlPlaneHostsBehindAVIPSurviveLosingOne(t *testing.T) {
 				t.Errorf("the member on %s lists %d members, want %d", h.Name, len(members), framework.HAHosts)
 			}
 		}
-		lease, err := cp.Admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+	})
+
+	t.Run("a remaining host's kube-controller-manager took the lead", func(t *testing.T) {
+		var took []string
+		for _, h := range cp.Hosts() {
+			if h != lostHost && h.Acquired(kcmLease) {
+				took = append(took, h.Name)
+			}
+		}
+		if len(took) == 0 {
+			t.Errorf("no remaining host's kube-controller-manager acquired the lease after %s went", lostHost.Name)
+		}
+		lease, err := cp.Admin.CoordinationV1().Leases("kube-system").Get(ctx, kcmLease, metav1.GetOptions{})
 		if err != nil || lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > 30*time.Second {
 			t.Errorf("kube-controller-manager's lease is not being renewed: %v %+v", err, lease)
 		}
