@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,10 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// LogProber asks the apiserver for the logs of one pod per node, over and
-// over, and records every failure: `kubectl logs` is the apiserver dialing
-// the kubelet's port 10250 and verifying its serving certificate with
-// --kubelet-certificate-authority, the path a CA rotation must not break.
+// LogProber asks the apiserver for the logs of one pod per node, and to
+// exec in it, over and over, and records every failure: `kubectl logs` and
+// `kubectl exec` are the apiserver dialing the kubelet's port 10250 and
+// verifying its serving certificate with --kubelet-certificate-authority,
+// the path a CA rotation must not break. The hollow kubelet's fake runtime
+// grants no exec stream (its CRI Exec returns no URL), so an exec counts
+// when the kubelet's own answer comes back: its CRI client's "URL is not
+// set", which only a request that crossed the verified TLS hop and the
+// kubelet's authorization to the runtime can get.
 // A node's probe can be paused while its kubelet restarts, and all of them
 // while the apiserver restarts: neither is the certificate's doing.
 type LogProber struct {
@@ -91,13 +98,16 @@ func (p *LogProber) probe(ctx context.Context, node string) {
 		return
 	}
 	err := p.logs(ctx, node)
+	if err == nil {
+		err = p.exec(ctx, node)
+	}
 	if ctx.Err() != nil {
 		return // stopped mid-request
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.errs = append(p.errs, fmt.Sprintf("%s: logs of pod %s on node %s: %v", time.Now().Format(time.StampMilli), p.pods[node], node, err))
+		p.errs = append(p.errs, fmt.Sprintf("%s: pod %s on node %s: %v", time.Now().Format(time.StampMilli), p.pods[node], node, err))
 		return
 	}
 	p.ok[node]++
@@ -110,7 +120,25 @@ func (p *LogProber) logs(ctx context.Context, node string) error {
 	return err
 }
 
-// waitLogs waits until the node's pod is running and its logs are served.
+// KubeletExecAnswer is what the hollow kubelet answers an exec with: its
+// fake runtime returns no streaming URL.
+const KubeletExecAnswer = "URL is not set"
+
+func (p *LogProber) exec(ctx context.Context, node string) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := p.cp.Exec(rctx, "default", p.pods[node], "app", "true")
+	if err != nil {
+		return err
+	}
+	if r.Status != http.StatusInternalServerError || strings.TrimSpace(r.Body) != KubeletExecAnswer {
+		return fmt.Errorf("exec: HTTP %d %q, want the kubelet's own answer %q", r.Status, r.Body, KubeletExecAnswer)
+	}
+	return nil
+}
+
+// waitLogs waits until the node's pod is running, its logs are served and
+// an exec reaches the kubelet.
 func (p *LogProber) waitLogs(ctx context.Context, node string, timeout time.Duration) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -119,7 +147,9 @@ func (p *LogProber) waitLogs(ctx context.Context, node string, timeout time.Dura
 			lastErr = fmt.Errorf("pod not running yet (err %v)", err)
 			return false, nil
 		}
-		lastErr = p.logs(ctx, node)
+		if lastErr = p.logs(ctx, node); lastErr == nil {
+			lastErr = p.exec(ctx, node)
+		}
 		return lastErr == nil, nil
 	})
 	if err != nil {

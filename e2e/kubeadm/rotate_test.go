@@ -21,11 +21,9 @@ import (
 // signer (its CA in a directory, as the chart mounts the Secret), and
 // checks after every step that the apiserver still reaches every kubelet
 // over verified TLS (the path of kubectl logs, exec and port-forward),
-// while pod logs are read through the apiserver from every node all along.
-// The hollow kubelet's fake runtime cannot exec (its CRI Exec returns no
-// streaming URL), so logs stand for exec: both are the apiserver's kubelet
-// client, verifying the serving certificate with the same
-// --kubelet-certificate-authority.
+// while pod logs are read and exec is asked through the apiserver on every
+// node all along (see framework.LogProber for what an exec on a hollow
+// kubelet can show).
 // It replaces the package's shared control plane with one whose
 // kube-controller-manager does not sign serving certificates, so it runs
 // last (files and tests run in order).
@@ -138,10 +136,10 @@ func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 	}
 	for _, name := range names {
 		if ok[name] == 0 {
-			t.Errorf("no logs of the pod on %s were read during the rotation", name)
+			t.Errorf("no logs or exec of the pod on %s got through during the rotation", name)
 		}
 	}
-	t.Logf("pod logs read through the apiserver during the rotation: %v, %d failures", ok, len(errs))
+	t.Logf("pod logs and exec through the apiserver during the rotation: %v rounds, %d failures", ok, len(errs))
 	t.Logf("rotation of the kubelet-serving CA, %d kubelets, end to end (two apiserver restarts): %v", len(nodes), time.Since(start).Round(time.Second))
 	for _, n := range nodes {
 		if _, err := n.ServingCertificate(ctx, cp.ServingCACert); err == nil {
