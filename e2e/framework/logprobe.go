@@ -158,6 +158,11 @@ func (p *LogProber) waitLogs(ctx context.Context, node string, timeout time.Dura
 	return nil
 }
 
+// Check asks once for the logs of node's pod and to exec in it.
+func (p *LogProber) Check(ctx context.Context, node string) (logsErr, execErr error) {
+	return p.logs(ctx, node), p.exec(ctx, node)
+}
+
 // PauseNode stops probing node (after its request in flight) until
 // ResumeNode, e.g. while its kubelet restarts.
 func (p *LogProber) PauseNode(node string) { p.pause(node) }

@@ -125,7 +125,8 @@ func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 	}
 	stop()
 
-	if _, err := pki.Finish(pkiDir); err != nil {
+	fin, err := pki.Finish(pkiDir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	setCAFlag(filepath.Join(pkiDir, pki.CertFile))
@@ -144,6 +145,18 @@ func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 	for _, n := range nodes {
 		if _, err := n.ServingCertificate(ctx, cp.ServingCACert); err == nil {
 			t.Errorf("%s still serves a certificate of the old CA", n.Name)
+		}
+	}
+
+	// The probes can fail: trusting the old CA alone, the apiserver must
+	// refuse every kubelet, for logs and exec alike.
+	setCAFlag(fin.OldCertPath)
+	for _, name := range names {
+		logsErr, execErr := prober.Check(ctx, name)
+		if logsErr == nil || execErr == nil {
+			t.Errorf("with only the old CA trusted, logs (err %v) and exec (err %v) of the pod on %s got through", logsErr, execErr, name)
+		} else {
+			t.Logf("with only the old CA trusted, %s: logs: %v; exec: %v", name, logsErr, execErr)
 		}
 	}
 }
