@@ -319,9 +319,7 @@ func (cp *ControlPlane) mirrorEtcdPod(ctx context.Context, h *ControlPlaneHost) 
 
 // WaitHostReady waits until the host's own apiserver answers /readyz.
 func (cp *ControlPlane) WaitHostReady(ctx context.Context, h *ControlPlaneHost) error {
-	cfg := rest.CopyConfig(cp.AdminConfig)
-	cfg.Host = "https://" + h.IP + ":6443"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := cp.HostAdmin(h)
 	if err != nil {
 		return err
 	}
@@ -339,6 +337,14 @@ func (cp *ControlPlane) WaitHostReady(ctx context.Context, h *ControlPlaneHost) 
 		return fmt.Errorf("apiserver of %s: %w (last: %v)", h.Name, err, lastErr)
 	}
 	return nil
+}
+
+// HostAdmin is a cluster-admin client of host h's own apiserver (not the
+// VIP).
+func (cp *ControlPlane) HostAdmin(h *ControlPlaneHost) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(cp.AdminConfig)
+	cfg.Host = "https://" + h.IP + ":6443"
+	return kubernetes.NewForConfig(cfg)
 }
 
 // StopHost powers control-plane host name off: its etcd member,

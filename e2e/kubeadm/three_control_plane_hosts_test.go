@@ -137,6 +137,34 @@ func TestThreeControlPlaneHostsBehindAVIPSurviveLosingOne(t *testing.T) {
 		t.Logf("a worker joined through the remaining two hosts in %v", time.Since(start).Round(time.Millisecond))
 	})
 
+	t.Run("each remaining apiserver reaches the remaining hosts' kubelets with the imported serving CA", func(t *testing.T) {
+		var remaining []string
+		for i, h := range cp.Hosts() {
+			if h != lostHost {
+				remaining = append(remaining, nodes[i].Name)
+			}
+		}
+		// Through the VIP first: logs and exec, as kubectl does.
+		cp.StartLogProber(ctx, t, remaining).Stop()
+		// Then each apiserver itself, the joined ones verifying with the
+		// CA that pki import gave them.
+		for _, h := range cp.Hosts() {
+			if h == lostHost {
+				continue
+			}
+			client, err := cp.HostAdmin(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, node := range remaining {
+				pod := framework.LogProbePodPrefix + node
+				if _, err := client.CoreV1().Pods("default").GetLogs(pod, &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx); err != nil {
+					t.Errorf("the apiserver of %s: logs of pod %s on %s: %v", h.Name, pod, node, err)
+				}
+			}
+		}
+	})
+
 	t.Run("the remaining etcd members still list all three", func(t *testing.T) {
 		for _, h := range cp.Hosts() {
 			if h == lostHost {
