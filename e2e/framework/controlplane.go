@@ -46,6 +46,8 @@ type ControlPlane struct {
 
 	toolsDir string
 	procs    []*Process
+	hosts    []*ControlPlaneHost
+	vip      *VIP // HA only
 }
 
 var (
@@ -83,7 +85,11 @@ func ReplaceSharedControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlP
 		shared.Stop()
 		shared = nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	timeout := 2 * time.Minute
+	if opts.HA {
+		timeout = 6 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	shared, sharedErr = StartControlPlaneWith(ctx, os.Getenv("STACKWARD_TOOLS_DIR"), opts)
 	if sharedErr != nil {
@@ -109,6 +115,12 @@ type ControlPlaneOptions struct {
 	// (kube-apiserver and kube-controller-manager through kubeadm's
 	// networking), so Services may be PreferDualStack or RequireDualStack.
 	DualStack bool
+	// HA runs HAHosts control-plane hosts behind ControlPlaneVIP (the
+	// controlPlaneEndpoint): the first from bootstrap/init-configuration.yaml,
+	// the others joined with bootstrap/join-control-plane-configuration.yaml,
+	// each with an etcd member, an apiserver and a controller manager.
+	// Server is the VIP.
+	HA bool
 }
 
 // StartControlPlaneWith is StartControlPlane with options.
@@ -119,6 +131,19 @@ func StartControlPlaneWith(ctx context.Context, toolsDir string, opts ControlPla
 		return nil, err
 	}
 	cp := &ControlPlane{Dir: dir, Server: "https://" + ControlPlaneIP + ":6443", toolsDir: toolsDir}
+	cp.hosts = []*ControlPlaneHost{{Name: ControlPlaneNodeName, IP: ControlPlaneIP}}
+	if opts.HA {
+		// A previous control plane's files would be reused by kubeadm,
+		// and its apiserver certificate lacks the VIP.
+		if err := clearDir(KubernetesDir); err != nil {
+			return nil, err
+		}
+		cp.Server = "https://" + ControlPlaneVIP + ":6443"
+		if cp.vip, err = StartVIP(ControlPlaneVIP + ":6443"); err != nil {
+			return nil, err
+		}
+		cp.vip.AddBackend(ControlPlaneIP + ":6443")
+	}
 	cp.BootstrapToken, err = newBootstrapToken()
 	if err != nil {
 		return nil, err
@@ -138,9 +163,11 @@ func StartControlPlaneWith(ctx context.Context, toolsDir string, opts ControlPla
 			return nil, err
 		}
 	}
-	if err := cp.startStaticPods(toolsDir); err != nil {
-		cp.Stop()
-		return nil, err
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if err := cp.startHostProcess(cp.hosts[0], component, "", opts.HA); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	if err := cp.waitReady(ctx); err != nil {
 		cp.Stop()
@@ -151,6 +178,12 @@ func StartControlPlaneWith(ctx context.Context, toolsDir string, opts ControlPla
 	if _, err := run(kubeadm, "init", "phase", "bootstrap-token", "--config", cfgPath, "--kubeconfig", superAdmin); err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if opts.HA {
+		if err := cp.joinHosts(ctx, cfgPath); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	cp.StartupTime = time.Since(start)
 	return cp, nil
@@ -185,9 +218,14 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 				"usages": []any{"signing", "authentication"},
 			}}
 		case "ClusterConfiguration":
-			// One apiserver: the endpoint is its address (an HA lab puts a
-			// VIP here).
+			// One apiserver: the endpoint is its address; an HA lab's is the
+			// VIP in front of its apiservers.
 			obj["controlPlaneEndpoint"] = ControlPlaneIP + ":6443"
+			sans := []any{"127.0.0.1", "localhost"}
+			if opts.HA {
+				obj["controlPlaneEndpoint"] = ControlPlaneVIP + ":6443"
+				sans = append(sans, ControlPlaneVIP)
+			}
 			net := mapAt(obj, "networking")
 			net["serviceSubnet"] = LabServiceCIDR
 			net["podSubnet"] = "198.19.128.0/17"
@@ -195,9 +233,16 @@ func writeLabKubeadmConfig(path, dir, token string, opts ControlPlaneOptions) er
 				net["serviceSubnet"] = LabServiceCIDR + "," + LabServiceCIDRv6
 				net["podSubnet"] = "198.19.128.0/17,fd00:198:20::/56"
 			}
-			mapAt(obj, "etcd")["local"] = map[string]any{"dataDir": filepath.Join(dir, "etcd")}
+			local := map[string]any{"dataDir": filepath.Join(dir, "etcd")}
+			if opts.HA {
+				// The hosts share the lab's network namespace, so a member
+				// reaches a peer from the peer's own address (the kernel's
+				// choice on lo), never from the address in its certificate.
+				local["extraArgs"] = []any{map[string]any{"name": "peer-skip-client-san-verification", "value": "true"}}
+			}
+			mapAt(obj, "etcd")["local"] = local
 			// So the apiserver can be forwarded to the host's loopback.
-			mapAt(obj, "apiServer")["certSANs"] = []any{"127.0.0.1", "localhost"}
+			mapAt(obj, "apiServer")["certSANs"] = sans
 			cm := mapAt(obj, "controllerManager")
 			args, _ := cm["extraArgs"].([]any)
 			if opts.ApproverSigns {
@@ -245,30 +290,6 @@ type staticPod struct {
 			Command []string `json:"command"`
 		} `json:"containers"`
 	} `json:"spec"`
-}
-
-func (cp *ControlPlane) startStaticPods(toolsDir string) error {
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		manifest := filepath.Join(KubernetesDir, "manifests", name+".yaml")
-		data, err := os.ReadFile(manifest)
-		if err != nil {
-			return err
-		}
-		var pod staticPod
-		if err := yaml.Unmarshal(data, &pod); err != nil {
-			return fmt.Errorf("%s: %w", manifest, err)
-		}
-		if len(pod.Spec.Containers) == 0 || len(pod.Spec.Containers[0].Command) == 0 {
-			return fmt.Errorf("%s: no container command", manifest)
-		}
-		command := pod.Spec.Containers[0].Command
-		p, err := StartProcess(cp.Dir, name, filepath.Join(toolsDir, name), command[1:]...)
-		if err != nil {
-			return err
-		}
-		cp.procs = append(cp.procs, p)
-	}
-	return nil
 }
 
 func (cp *ControlPlane) waitReady(ctx context.Context) error {
@@ -320,6 +341,10 @@ func (cp *ControlPlane) Stop() {
 		cp.procs[i].Stop()
 	}
 	cp.procs = nil
+	if cp.vip != nil {
+		cp.vip.Stop()
+		cp.vip = nil
+	}
 	if os.Getenv("STACKWARD_E2E_KEEP") == "" {
 		_ = os.RemoveAll(cp.Dir)
 	}

@@ -21,9 +21,10 @@ const ControlPlaneNodeName = "control-plane"
 
 // ControlPlaneVIP is the lab's control-plane endpoint as an operator
 // lists it in approver.controlPlaneEndpoints: an address in front of the
-// apiservers that no node owns. The lab's one apiserver does not serve on
-// it; it exists so the approver can be configured as in production, where
-// the control-plane hosts' own addresses are nodes' addresses.
+// apiservers that no node owns. An HA lab (ControlPlaneOptions.HA) serves
+// its apiservers on it; a single-host lab does not, and has it so the
+// approver can be configured as in production, where the control-plane
+// hosts' own addresses are nodes' addresses.
 const ControlPlaneVIP = "198.18.255.100"
 
 // ControlPlaneTaint is the taint kubeadm puts on control-plane nodes
@@ -45,8 +46,10 @@ func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB,
 // StartExtraControlPlaneNode is a further control-plane host's kubelet
 // (the i-th, from 1): node control-plane-<i+1> on 198.18.255.<i+1>, marked
 // by kubeadm's mark-control-plane phase with kubeadm's label and
-// taint from the lab's configuration. The lab runs one apiserver; these hosts give the cluster the node
-// shape of a three-host control plane.
+// taint from the lab's configuration. In an HA lab it is the kubelet of
+// the joined host on that address (HostName(i), HostIP(i)); a single-host
+// lab's extra hosts give the cluster only the node shape of a three-host
+// control plane.
 func (cp *ControlPlane) StartExtraControlPlaneNode(ctx context.Context, t testing.TB, cloud *Cloud, i int) (*Node, cloudsim.Server) {
 	t.Helper()
 	return cp.startControlPlaneHost(ctx, t, cloud, fmt.Sprintf("%s-%d", ControlPlaneNodeName, i+1), fmt.Sprintf("198.18.255.%d", i+1), false)

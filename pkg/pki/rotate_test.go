@@ -26,6 +26,18 @@ func TestRotateRefusesWithoutAUsableCurrentCAAndChangesNothing(t *testing.T) {
 	if err := os.Remove(filepath.Join(noKey, KeyFile)); err != nil {
 		t.Fatal(err)
 	}
+	// Root reads any file whatever its mode, so a directory stands in for
+	// a file that cannot be read.
+	unreadable := t.TempDir()
+	if _, err := Init(InitOptions{Dir: unreadable}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(unreadable, CertFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(unreadable, CertFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	empty := t.TempDir()
 	for _, tc := range []struct {
 		name, dir, wantFile string
@@ -33,6 +45,7 @@ func TestRotateRefusesWithoutAUsableCurrentCAAndChangesNothing(t *testing.T) {
 		{"a directory without a CA names the certificate file", empty, filepath.Join(empty, CertFile)},
 		{"an unparsable certificate is named", garbled, filepath.Join(garbled, CertFile)},
 		{"a missing key is named", noKey, filepath.Join(noKey, KeyFile)},
+		{"an unreadable certificate is named", unreadable, filepath.Join(unreadable, CertFile)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := dirContents(t, tc.dir)
