@@ -2,6 +2,7 @@ package approver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -12,6 +13,9 @@ import (
 	"github.com/go-logr/logr/funcr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 )
 
 func pendingCSR(name, user string, created time.Time) *certificatesv1.CertificateSigningRequest {
@@ -173,4 +177,55 @@ func TestDeferralsAreLoggedOncePerIntervalPerNode(t *testing.T) {
 	}
 	quiet := funcr.New(func(prefix, args string) { t.Errorf("a deferral logged below debug level: %s", args) }, funcr.Options{Verbosity: deferralLogVerbosity - 1})
 	d.log(quiet, "system:node:new", reasonOverNodeCap, "deferred")
+}
+
+// TestDeletingAPendingRequestLetsTheNextOfItsNodeGo: under a cap of one
+// pending request per node, deleting the oldest (a person cleaning up, or
+// the garbage collector) queues the next one of that node at once, not at
+// the next resync.
+func TestDeletingAPendingRequestLetsTheNextOfItsNodeGo(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := makeCSR(t, csrSpec{name: "old", node: "node-a", ips: []string{"10.0.0.10"}, created: base})
+	newer := makeCSR(t, csrSpec{name: "newer", node: "node-a", ips: []string{"10.0.0.10"}, created: base.Add(time.Minute)})
+	client := fake.NewClientset(withNodesFor(old, newer)...)
+	c, err := NewController(client, testCloud(), Options{Policy: testPolicy, MaxPendingPerNode: 1, Recorder: record.NewFakeRecorder(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.csrFactory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("caches did not sync")
+	}
+	// Both were queued when they were seen; no worker runs: take them off.
+	for range 2 {
+		key, _ := c.queue.Get()
+		c.queue.Done(key)
+		c.queue.Forget(key)
+	}
+	if ok, _ := c.order.admits("system:node:node-a", "newer", 1); ok {
+		t.Fatal("the newer request is admitted while the older one is pending")
+	}
+	if err := client.CertificatesV1().CertificateSigningRequests().Delete(ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		key, _ := c.queue.Get()
+		got <- key
+	}()
+	select {
+	case key := <-got:
+		if key != "newer" {
+			t.Errorf("queued %q after the oldest was deleted, want newer", key)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing queued after the oldest pending request was deleted")
+	}
+	if ok, _ := c.order.admits("system:node:node-a", "newer", 1); !ok {
+		t.Error("the newer request is still held back after the older one was deleted")
+	}
 }
