@@ -76,11 +76,11 @@ func TestBenchFloodFairness(t *testing.T) {
 // else, and rounds of 100 other nodes are approved as fast as before it.
 func TestBenchPaddedFlood(t *testing.T) {
 	lab := newFloodLab(t)
-	quiet := lab.rounds("pq", 2)
+	quiet := lab.rounds("pq", fairnessRounds)
 	before := heapAfterGC()
 	flood := lab.flood(paddedFlood, paddedSize)
 	grown := float64(heapAfterGC()-before) / (1 << 20)
-	flooded := lab.rounds("pf", 2)
+	flooded := lab.rounds("pf", fairnessRounds)
 	figures := compareRounds(quiet, flooded)
 	figures["flood"] = flood
 	figures["flood_csrs"], figures["flood_csr_bytes"] = paddedFlood, paddedSize

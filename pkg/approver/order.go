@@ -143,8 +143,8 @@ func (o *nodeOrder) admits(user, name string, limit int) (bool, int) {
 	return before < limit, n
 }
 
-// len returns how many of user's requests are in the order.
-func (o *nodeOrder) len(user string) int {
+// pendingCount returns how many of user's requests are in the order.
+func (o *nodeOrder) pendingCount(user string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if t := o.byUser[user]; t != nil {

@@ -151,7 +151,7 @@ func TestADecisionOfAFloodingNodeCostsLogarithmicWork(t *testing.T) {
 			t.Fatalf("decision %d compared %d keys, over %d (16·log2(n)·limit)", decision, compares, bound)
 		}
 	}
-	if got := o.len("system:node:flooder"); got != n-50 {
+	if got := o.pendingCount("system:node:flooder"); got != n-50 {
 		t.Errorf("%d pending after 50 decisions, want %d", got, n-50)
 	}
 }
