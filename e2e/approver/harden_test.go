@@ -131,6 +131,10 @@ func TestTheApproverHoldsAgainstAMisbehavingNode(t *testing.T) {
 		defer func() {
 			_ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), "flooder-1", metav1.DeleteOptions{})
 		}()
+		// The chart's admission policy would refuse these; it is not
+		// installed until the next subtest (as on a cluster whose operator
+		// turned it off): this is the approver's own defense. 200 keep CI
+		// quick; make bench (padded_flood_500_x_1mib) sends 500.
 		before := heapAfterGC()
 		const flood, size = 200, 1 << 20
 		var names []string

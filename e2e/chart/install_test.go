@@ -171,7 +171,7 @@ func TestSDKInstallUpgradeUninstall(t *testing.T) {
 			saConfig.QPS, saConfig.Burst = 50, 100
 			clients[name] = kubernetes.NewForConfigOrDie(saConfig)
 		}
-		checkAccess(ctx, t, cp, clients)
+		checkAccess(ctx, t, cp, clients, sdkSA, sdkApproverSA)
 		checkApprovals(ctx, t, cp, clients[sdkApproverSA], "")
 	})
 
@@ -404,9 +404,8 @@ func secretChecksum(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 // checkAccess asks the apiserver what each ServiceAccount may do: itself
 // (SelfSubjectAccessReview, with its TokenRequest token) and, for the
 // signer rules, as cluster-admin on its behalf (SubjectAccessReview).
-func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, clients map[string]kubernetes.Interface) {
+func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, clients map[string]kubernetes.Interface, ccm, approver string) {
 	type attrs = authorizationv1.ResourceAttributes
-	const ccm, approver = sdkSA, sdkApproverSA
 	tests := []struct {
 		name  string
 		attrs attrs

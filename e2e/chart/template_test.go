@@ -157,7 +157,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 // rendered is one ci values file's output, decoded.
 type rendered struct {
 	kinds    map[string]int
-	pod      corev1.PodTemplateSpec
+	pod      corev1.PodTemplateSpec   // the CCM's
+	pods     []corev1.PodTemplateSpec // every workload's: the CCM's, and the approver's with approver.separatePod
 	workload string
 	secrets  map[string]corev1.Secret
 	tokens   []corev1.Secret
@@ -190,11 +191,11 @@ func render(t *testing.T, valuesFile string, extra ...string) rendered {
 		case "Deployment":
 			var d appsv1.Deployment
 			mustUnmarshalStrict(t, doc, &d)
-			r.pod, r.workload = d.Spec.Template, meta.Kind
+			r.addPod(d.Spec.Template, meta.Kind)
 		case "DaemonSet":
 			var d appsv1.DaemonSet
 			mustUnmarshalStrict(t, doc, &d)
-			r.pod, r.workload = d.Spec.Template, meta.Kind
+			r.addPod(d.Spec.Template, meta.Kind)
 		case "Secret":
 			var s corev1.Secret
 			mustUnmarshalStrict(t, doc, &s)
@@ -206,6 +207,13 @@ func render(t *testing.T, valuesFile string, extra ...string) rendered {
 		}
 	}
 	return r
+}
+
+func (r *rendered) addPod(pod corev1.PodTemplateSpec, kind string) {
+	r.pods = append(r.pods, pod)
+	if pod.Labels["app.kubernetes.io/component"] == "cloud-controller-manager" {
+		r.pod, r.workload = pod, kind
+	}
 }
 
 // mustUnmarshalStrict decodes into the API type and fails on fields the
@@ -224,105 +232,146 @@ func TestRenderedPodIsHardened(t *testing.T) {
 	for _, name := range sortedKeys(files) {
 		t.Run(name, func(t *testing.T) {
 			r := render(t, files[name])
-			if r.workload == "" || r.kinds["Deployment"]+r.kinds["DaemonSet"] != 1 {
-				t.Fatalf("want exactly one Deployment or DaemonSet, got %v", r.kinds)
+			values, err := os.ReadFile(files[name])
+			if err != nil {
+				t.Fatal(err)
 			}
-			spec := r.pod.Spec
-			if !spec.HostNetwork || spec.PriorityClassName != "system-cluster-critical" {
-				t.Errorf("hostNetwork %v, priorityClassName %q", spec.HostNetwork, spec.PriorityClassName)
+			separate := strings.Contains(string(values), "separatePod: true")
+			want := 1
+			if separate {
+				want = 2 // the approver's own pod
 			}
-			for _, key := range []string{"node.cloudprovider.kubernetes.io/uninitialized", "node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready"} {
-				if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == key }) {
-					t.Errorf("no toleration for %s", key)
+			if r.workload == "" || r.kinds["Deployment"]+r.kinds["DaemonSet"] != want {
+				t.Fatalf("want %d Deployment(s) or DaemonSet(s), one the CCM's, got %v", want, r.kinds)
+			}
+			for _, pod := range r.pods {
+				spec := pod.Spec
+				ccmPod := pod.Labels["app.kubernetes.io/component"] == "cloud-controller-manager"
+				if !spec.HostNetwork || spec.PriorityClassName != "system-cluster-critical" {
+					t.Errorf("hostNetwork %v, priorityClassName %q", spec.HostNetwork, spec.PriorityClassName)
 				}
-			}
-			psc := spec.SecurityContext
-			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
-				psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-				t.Errorf("pod securityContext is not hardened: %+v", psc)
-			}
-			if len(spec.Containers) == 0 || spec.Containers[0].Name != "ccm" {
-				t.Fatalf("first container is not ccm: %+v", spec.Containers)
-			}
-			for _, c := range spec.Containers {
-				sc := c.SecurityContext
-				if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-					sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-					sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-					sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
-					t.Errorf("container %s securityContext is not hardened: %+v", c.Name, sc)
+				for _, key := range []string{"node.cloudprovider.kubernetes.io/uninitialized", "node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready"} {
+					if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == key }) {
+						t.Errorf("no toleration for %s", key)
+					}
 				}
-				if c.LivenessProbe == nil || c.ReadinessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet == nil {
-					t.Errorf("container %s lacks HTTP liveness/readiness probes", c.Name)
+				psc := spec.SecurityContext
+				if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+					psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("pod securityContext is not hardened: %+v", psc)
 				}
-				if c.Resources.Requests.Memory().IsZero() {
-					t.Errorf("container %s has no memory request", c.Name)
+				if ccmPod && (len(spec.Containers) == 0 || spec.Containers[0].Name != "ccm") {
+					t.Fatalf("first container is not ccm: %+v", spec.Containers)
 				}
-				// Exactly one cloud.conf, read-only: the approver's own when it
-				// has one, never the CCM's read-write credential beside it.
-				var clouds []string
-				for _, m := range c.VolumeMounts {
-					if m.Name == "cloud-config" || m.Name == "approver-cloud-config" {
-						clouds = append(clouds, m.Name)
-						if !m.ReadOnly {
-							t.Errorf("container %s mounts %s read-write", c.Name, m.Name)
+				if !ccmPod && (len(spec.Containers) != 1 || spec.Containers[0].Name != "approver") {
+					t.Fatalf("the approver's own pod has containers %+v, want the approver alone", spec.Containers)
+				}
+				for _, c := range spec.Containers {
+					sc := c.SecurityContext
+					if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+						sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+						sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+						sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+						t.Errorf("container %s securityContext is not hardened: %+v", c.Name, sc)
+					}
+					if c.LivenessProbe == nil || c.ReadinessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet == nil {
+						t.Errorf("container %s lacks HTTP liveness/readiness probes", c.Name)
+					}
+					if c.Resources.Requests.Memory().IsZero() {
+						t.Errorf("container %s has no memory request", c.Name)
+					}
+					// Exactly one cloud.conf, read-only: the approver's own when it
+					// has one, never the CCM's read-write credential beside it.
+					var clouds []string
+					for _, m := range c.VolumeMounts {
+						if m.Name == "cloud-config" || m.Name == "approver-cloud-config" {
+							clouds = append(clouds, m.Name)
+							if !m.ReadOnly {
+								t.Errorf("container %s mounts %s read-write", c.Name, m.Name)
+							}
+						}
+					}
+					if len(clouds) != 1 {
+						t.Errorf("container %s mounts cloud configs %v, want exactly one", c.Name, clouds)
+					}
+					if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward") }) {
+						t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)
+					}
+				}
+				// Two identities: the CCM the pod's ServiceAccount, the approver
+				// its own. Both serve HTTPS behind delegated authorization on the
+				// pod's IP, never on every interface of the (hostNetwork) host.
+				if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+					t.Errorf("the pod automounts its ServiceAccount token into every container")
+				}
+				for _, c := range spec.Containers {
+					var mounted string
+					for _, m := range c.VolumeMounts {
+						if m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" {
+							mounted = m.Name
+						}
+					}
+					want := map[string]string{"ccm": "ccm-token", "approver": "approver-token"}[c.Name]
+					if mounted != want {
+						t.Errorf("container %s has credentials from volume %q, want %q", c.Name, mounted, want)
+					}
+					if c.Name == "approver" && ccmPod {
+						var tokenSecret string
+						for _, v := range spec.Volumes {
+							if v.Name == "approver-token" && v.Secret != nil {
+								tokenSecret = v.Secret.SecretName
+							}
+						}
+						i := slices.IndexFunc(r.tokens, func(s corev1.Secret) bool { return s.Name == tokenSecret })
+						if i < 0 || r.tokens[i].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
+							t.Errorf("approver token Secret %q among %+v: want one, for a ServiceAccount other than the pod's %s", tokenSecret, r.tokens, spec.ServiceAccountName)
+						}
+					}
+					if c.Name == "approver" && !ccmPod {
+						// Its own pod: the pod's ServiceAccount is the approver's
+						// (not the CCM's), its token projected and expiring, and no
+						// legacy token Secret exists for it.
+						if spec.ServiceAccountName == r.pod.Spec.ServiceAccountName {
+							t.Errorf("the approver's pod runs as the CCM's ServiceAccount %s", spec.ServiceAccountName)
+						}
+						expiring := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+							return v.Name == "approver-token" && v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(p corev1.VolumeProjection) bool {
+								return p.ServiceAccountToken != nil && p.ServiceAccountToken.ExpirationSeconds != nil && *p.ServiceAccountToken.ExpirationSeconds <= 3607
+							})
+						})
+						if !expiring {
+							t.Errorf("the approver's own pod has no projected, expiring token: %+v", spec.Volumes)
+						}
+						if slices.ContainsFunc(r.tokens, func(s corev1.Secret) bool {
+							return s.Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName
+						}) {
+							t.Errorf("a legacy token Secret for %s is rendered beside its projected token", spec.ServiceAccountName)
+						}
+					}
+					if c.Name == "approver" {
+						for _, want := range []string{"--bind-address=$(POD_IP)", "--secure-port=10263", "--service-cidr=10.96.0.0/12"} {
+							if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+								t.Errorf("approver args %v lack %s", c.Args, want)
+							}
+						}
+					}
+					if c.Name == "ccm" && !slices.Contains(c.Args, "--bind-address=$(POD_IP)") {
+						t.Errorf("ccm args %v lack --bind-address=$(POD_IP)", c.Args)
+					}
+					if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+						return e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+					}) {
+						t.Errorf("container %s has no POD_IP from the downward API: %+v", c.Name, c.Env)
+					}
+					for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+						if p != nil && p.HTTPGet != nil && (p.HTTPGet.Scheme != corev1.URISchemeHTTPS || p.HTTPGet.Host != "") {
+							t.Errorf("container %s probes %s://%s%s, want HTTPS on the pod's IP", c.Name, p.HTTPGet.Scheme, p.HTTPGet.Host, p.HTTPGet.Path)
 						}
 					}
 				}
-				if len(clouds) != 1 {
-					t.Errorf("container %s mounts cloud configs %v, want exactly one", c.Name, clouds)
-				}
-				if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cloud-config=/etc/stackward") }) {
-					t.Errorf("container %s has no --cloud-config: %v", c.Name, c.Args)
-				}
 			}
-			// Two identities: the CCM the pod's ServiceAccount, the approver
-			// its own. Both serve HTTPS behind delegated authorization on the
-			// pod's IP, never on every interface of the (hostNetwork) host.
-			if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-				t.Errorf("the pod automounts its ServiceAccount token into every container")
-			}
-			for _, c := range spec.Containers {
-				var mounted string
-				for _, m := range c.VolumeMounts {
-					if m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" {
-						mounted = m.Name
-					}
-				}
-				want := map[string]string{"ccm": "ccm-token", "approver": "approver-token"}[c.Name]
-				if mounted != want {
-					t.Errorf("container %s has credentials from volume %q, want %q", c.Name, mounted, want)
-				}
-				if c.Name == "approver" {
-					var tokenSecret string
-					for _, v := range spec.Volumes {
-						if v.Name == "approver-token" && v.Secret != nil {
-							tokenSecret = v.Secret.SecretName
-						}
-					}
-					i := slices.IndexFunc(r.tokens, func(s corev1.Secret) bool { return s.Name == tokenSecret })
-					if i < 0 || r.tokens[i].Annotations["kubernetes.io/service-account.name"] == spec.ServiceAccountName {
-						t.Errorf("approver token Secret %q among %+v: want one, for a ServiceAccount other than the pod's %s", tokenSecret, r.tokens, spec.ServiceAccountName)
-					}
-					for _, want := range []string{"--bind-address=$(POD_IP)", "--secure-port=10263", "--service-cidr=10.96.0.0/12"} {
-						if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
-							t.Errorf("approver args %v lack %s", c.Args, want)
-						}
-					}
-				}
-				if c.Name == "ccm" && !slices.Contains(c.Args, "--bind-address=$(POD_IP)") {
-					t.Errorf("ccm args %v lack --bind-address=$(POD_IP)", c.Args)
-				}
-				if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-					return e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
-				}) {
-					t.Errorf("container %s has no POD_IP from the downward API: %+v", c.Name, c.Env)
-				}
-				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
-					if p != nil && p.HTTPGet != nil && (p.HTTPGet.Scheme != corev1.URISchemeHTTPS || p.HTTPGet.Host != "") {
-						t.Errorf("container %s probes %s://%s%s, want HTTPS on the pod's IP", c.Name, p.HTTPGet.Scheme, p.HTTPGet.Host, p.HTTPGet.Path)
-					}
-				}
+			if separate && slices.ContainsFunc(r.pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == "approver" }) {
+				t.Errorf("approver.separatePod and the CCM's pod still carries the approver")
 			}
 			// A chart-made Secret rolls the pod through the checksum.
 			if len(r.secrets) > 0 && r.pod.Annotations["checksum/cloud-config"] == "" {

@@ -27,7 +27,7 @@ var otherPrograms = []string{
 	// kube-apiserver
 	"kubelet-certificate-authority",
 	// kube-controller-manager
-	"cluster-signing-", "node-cidr-mask-size",
+	"cluster-signing-",
 	// kubeadm
 	"control-plane", "upload-certs", "config", "print-join-command", "ttl",
 	// kubectl

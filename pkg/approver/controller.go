@@ -119,6 +119,8 @@ type Controller struct {
 	waiting sync.Map // CSR name → string
 	// order keeps each node's pending requests in decision order.
 	order *nodeOrder
+	// deferrals writes the debug lines of deferred requests, rate-limited.
+	deferrals *deferralLog
 	// issuedBudget and denialBudget are the per-node budgets.
 	issuedBudget, denialBudget *nodeBudget
 	// issued holds the requests this process wrote a certificate for: the
@@ -198,6 +200,7 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		events: newEventAggregator(opts.Recorder, opts.EventWindow),
 	}
 	c.order = newNodeOrder()
+	c.deferrals = newDeferralLog(func() time.Time { return c.now() }, deferralLogInterval)
 	c.issuedBudget = newNodeBudget(opts.MaxIssuedPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	c.denialBudget = newNodeBudget(opts.MaxDenialsPerNode, opts.NodeBudgetWindow, func() time.Time { return c.now() })
 	// Only kubelet serving requests are listed and watched; the handler
@@ -247,9 +250,9 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 		return nil, fmt.Errorf("new approver: register pending CSR metrics: %w", err)
 	}
 	if _, err := c.csrInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onChange,
-		UpdateFunc: func(_, obj any) { c.onChange(obj) },
-		DeleteFunc: c.onChange,
+		AddFunc:    func(obj any) { c.onChange(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onChange(obj, false) },
+		DeleteFunc: func(obj any) { c.onChange(obj, true) },
 	}); err != nil {
 		return nil, fmt.Errorf("new approver: CSR handler: %w", err)
 	}
@@ -311,8 +314,8 @@ func (c *Controller) onNode(obj any) {
 	if !ok {
 		return
 	}
-	for _, csr := range c.pendingOf(nodeUserPrefix + n.Name) {
-		c.queue.Add(csr.Name)
+	for _, name := range c.order.first(nodeUserPrefix+n.Name, c.opts.MaxPendingPerNode) {
+		c.queue.Add(name)
 	}
 }
 
@@ -343,7 +346,7 @@ func (c *Controller) HasSynced() bool {
 // onChange queues a pending kubelet serving request. When a node's request
 // is decided or deleted, its other pending requests are queued too: one of
 // them may have been held back by the per-node cap.
-func (c *Controller) onChange(obj any) {
+func (c *Controller) onChange(obj any, gone bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -351,8 +354,13 @@ func (c *Controller) onChange(obj any) {
 	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return
 	}
-	c.order.changed(csr.Spec.Username)
-	if (isPending(csr) && csr.DeletionTimestamp == nil) || (c.opts.Signer != nil && awaitsOurSignature(csr)) {
+	live := !gone && isPending(csr) && csr.DeletionTimestamp == nil
+	if _, held := c.dryRunPending.Load(csr.Name); live && !held {
+		c.order.put(csr)
+	} else {
+		c.order.remove(csr.Name)
+	}
+	if live || (!gone && c.opts.Signer != nil && awaitsOurSignature(csr)) {
 		c.queue.Add(csr.Name)
 		return
 	}
@@ -366,9 +374,8 @@ func (c *Controller) onChange(obj any) {
 	if c.opts.MaxPendingPerNode > 0 {
 		// Only the oldest few can be decided next: queueing all of a
 		// flooding node's requests at every decision is quadratic.
-		pending := c.pendingOf(csr.Spec.Username)
-		for _, other := range pending[:min(len(pending), c.opts.MaxPendingPerNode)] {
-			c.queue.Add(other.Name)
+		for _, next := range c.order.first(csr.Spec.Username, c.opts.MaxPendingPerNode) {
+			c.queue.Add(next)
 		}
 	}
 }
@@ -381,42 +388,6 @@ func isPending(csr *certificatesv1.CertificateSigningRequest) bool {
 		}
 	}
 	return len(csr.Status.Certificate) == 0
-}
-
-// pendingOf returns the user's pending kubelet serving requests that count
-// against the per-node cap, oldest first (the shared order: read only).
-func (c *Controller) pendingOf(username string) []*certificatesv1.CertificateSigningRequest {
-	return c.order.pending(username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(username) }).list
-}
-
-// listPending lists the user's pending requests from the cache, unsorted.
-func (c *Controller) listPending(username string) []*certificatesv1.CertificateSigningRequest {
-	objs, err := c.csrInformer.GetIndexer().ByIndex(byUsername, username)
-	if err != nil {
-		return nil
-	}
-	var out []*certificatesv1.CertificateSigningRequest
-	for _, o := range objs {
-		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
-		if !ok || !isPending(csr) || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
-			continue
-		}
-		if _, waiting := c.dryRunPending.Load(csr.Name); waiting {
-			continue
-		}
-		out = append(out, csr)
-	}
-	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Run starts the informers and workers and blocks until ctx is done.

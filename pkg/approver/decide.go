@@ -42,13 +42,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if limit := c.opts.MaxPendingPerNode; limit > 0 {
-		order := c.order.pending(csr.Spec.Username, func() []*certificatesv1.CertificateSigningRequest { return c.listPending(csr.Spec.Username) })
-		pending := order.list
-		if i := order.position(name); i >= limit || (i < 0 && len(pending) >= limit) {
+		if ok, pending := c.order.admits(csr.Spec.Username, name, limit); !ok {
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverNodeCap).Inc()
-			// Debug level: a flooding node defers thousands of requests.
-			logger.V(4).Info("Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
-				"pending", len(pending), "position", i+1, "maxPendingPerNode", limit)
+			c.deferrals.log(logger, csr.Spec.Username, reasonOverNodeCap,
+				"Leaving CSR pending: too many pending CSRs for this requestor; older ones are decided first",
+				"pending", pending, "maxPendingPerNode", limit)
 			return nil
 		}
 	}
@@ -99,7 +97,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 				c.recorder.Event(csr, corev1.EventTypeWarning, reasonOverIssueBudget, "Left pending: "+msg)
 			}
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverIssueBudget).Inc()
-			logger.V(2).Info("Leaving CSR pending: the node's certificate budget is spent", "retryAfter", after)
+			c.deferrals.log(logger, csr.Spec.Username, reasonOverIssueBudget,
+				"Leaving CSR pending: the node's certificate budget is spent", "retryAfter", after)
 			c.queue.AddAfter(name, after)
 			return nil
 		}
@@ -122,9 +121,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if c.opts.LeavePendingOnDeny {
 			outcome = outcomeLeftPending
 			c.dryRunPending.Store(name, struct{}{})
-			c.order.changed(csr.Spec.Username) // no longer counts against the cap
-			for _, next := range c.pendingOf(csr.Spec.Username) {
-				c.queue.Add(next.Name) // may have waited behind this one
+			c.order.remove(name) // no longer counts against the cap
+			for _, next := range c.order.first(csr.Spec.Username, c.opts.MaxPendingPerNode) {
+				c.queue.Add(next) // may have waited behind this one
 			}
 			c.recorder.Event(csr, corev1.EventTypeWarning, d.Reason, "Would deny (left pending by --leave-pending-on-deny): "+d.Message)
 			break
@@ -133,7 +132,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			// No write and no Event: a node sending bad request after bad
 			// request must not spend the apiserver budget approvals need.
 			c.metrics.decisions.WithLabelValues(outcomeDeferred, reasonOverDenialBudget).Inc()
-			logger.V(4).Info("Leaving CSR pending: the node's denial budget is spent", "reason", d.Reason, "retryAfter", after)
+			c.deferrals.log(logger, csr.Spec.Username, reasonOverDenialBudget,
+				"Leaving CSR pending: the node's denial budget is spent", "reason", d.Reason, "retryAfter", after)
 			c.queue.AddAfter(name, after)
 			return nil
 		}

@@ -23,12 +23,12 @@ import (
 // TestAFloodFromOneNodeDoesNotSlowTheOthers: one node has 20,000 valid
 // requests pending when 100 other nodes join; their p99 latency (from the
 // approver's cache holding the request to its approval) stays under ten
-// seconds (sorting the flood at every sync, as before, costs about 20,000
-// sorts of 20,000: minutes), and the
-// flooding node gets no more than its budget. Both p99s are logged: on a
-// quiet machine the flood's is within about 1.5 times the other's, on a
-// busy shared one up to about 4 times (tens to hundreds of milliseconds),
-// so the ratio is reported rather than asserted.
+// seconds (sorting the flood at every sync, as before, cost minutes), and
+// the flooding node gets no more than its budget. Both p99s are logged,
+// not compared: here most of either is the fake clientset's (each of its
+// writes scans every object it holds, 20,000 beside the flood). The
+// approver's own figure is make bench's flood_fairness_20000_csrs, on a
+// real apiserver.
 func TestAFloodFromOneNodeDoesNotSlowTheOthers(t *testing.T) {
 	flood := 20000
 	if testing.Short() {

@@ -39,6 +39,9 @@ type Options struct {
 	// DNSSuffixes let a node named <server name>.<suffix> be that server's,
 	// as the approver's --dns-suffix does; give both the same values.
 	DNSSuffixes []string
+	// NodeCIDRMasks are kube-controller-manager's --node-cidr-mask-size
+	// values: a pod CIDR wider than its family's is never routed.
+	NodeCIDRMasks NodeCIDRMaskSizes
 }
 
 // Cloud is the openstack cloudprovider.Interface.

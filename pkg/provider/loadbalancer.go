@@ -34,6 +34,9 @@ type WithServices struct {
 	kube   *kubeAccess
 	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
 	podCIDRs podCIDRPolicy
+	// nodeMasks are the node CIDR mask flags, settled against
+	// --cluster-cidr when the route controller starts.
+	nodeMasks NodeCIDRMaskSizes
 }
 
 var _ cloudprovider.Interface = (*WithServices)(nil)
@@ -57,7 +60,12 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	if err != nil {
 		return nil, err
 	}
-	w := &WithServices{Cloud: base, kube: &kubeAccess{}}
+	// The mask flags are checked now, not only when routes start.
+	policy, err := newPodCIDRPolicy("", opts.NodeCIDRMasks)
+	if err != nil {
+		return nil, fmt.Errorf("new openstack provider: %w", err)
+	}
+	w := &WithServices{Cloud: base, kube: &kubeAccess{}, podCIDRs: policy, nodeMasks: opts.NodeCIDRMasks}
 	if clients.Provider == nil {
 		return w, nil // fake clients: nodes only
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -20,11 +21,22 @@ import (
 const reasonPodCIDRRefused = "PodCIDRRefused"
 
 // Node CIDR mask sizes of kube-controller-manager's defaults
-// (--node-cidr-mask-size-ipv4/-ipv6), which the CCM is not told.
+// (--node-cidr-mask-size-ipv4/-ipv6), used when the CCM is not given its
+// own (the same flags, which should carry kube-controller-manager's values).
 const (
 	defaultNodeMaskIPv4 = 24
 	defaultNodeMaskIPv6 = 64
 )
+
+// NodeCIDRMaskSizes are kube-controller-manager's --node-cidr-mask-size
+// flags; 0 is unset.
+type NodeCIDRMaskSizes struct {
+	// Any is --node-cidr-mask-size: the size of a single-stack
+	// --cluster-cidr's family, refused with a dual-stack one.
+	Any int
+	// IPv4 and IPv6 are --node-cidr-mask-size-ipv4/-ipv6.
+	IPv4, IPv6 int
+}
 
 // podCIDRPolicy checks a node's pod CIDR before any route is written.
 type podCIDRPolicy struct {
@@ -34,6 +46,73 @@ type podCIDRPolicy struct {
 	// maskV4 and maskV6 are the narrowest a pod CIDR may be widened to
 	// (0: the defaults above).
 	maskV4, maskV6 int
+}
+
+// newPodCIDRPolicy parses --cluster-cidr (comma-separated) and settles
+// the node mask sizes as kube-controller-manager does: --node-cidr-mask-size
+// is for a single-stack cluster (its family's size; with no --cluster-cidr
+// it is taken for each family it fits), the -ipv4/-ipv6 ones for either,
+// each no wider than its family's cluster CIDR.
+func newPodCIDRPolicy(clusterCIDR string, masks NodeCIDRMaskSizes) (podCIDRPolicy, error) {
+	cidrs, err := parseClusterCIDRs(clusterCIDR)
+	if err != nil {
+		return podCIDRPolicy{}, err
+	}
+	var errs []error
+	check := func(flag string, v, most int) {
+		if v < 0 || v > most {
+			errs = append(errs, fmt.Errorf("--%s %d: want 1 to %d", flag, v, most))
+		}
+	}
+	check("node-cidr-mask-size", masks.Any, 128)
+	check("node-cidr-mask-size-ipv4", masks.IPv4, 32)
+	check("node-cidr-mask-size-ipv6", masks.IPv6, 128)
+	var v4, v6 []netip.Prefix
+	for _, c := range cidrs {
+		if c.Addr().Is4() {
+			v4 = append(v4, c)
+		} else {
+			v6 = append(v6, c)
+		}
+	}
+	p := podCIDRPolicy{clusterCIDRs: cidrs, maskV4: masks.IPv4, maskV6: masks.IPv6}
+	if masks.Any > 0 {
+		switch {
+		case len(v4) > 0 && len(v6) > 0:
+			errs = append(errs, fmt.Errorf("--node-cidr-mask-size is for a single-stack --cluster-cidr; %s is dual-stack: use --node-cidr-mask-size-ipv4 and -ipv6", joinPrefixes(cidrs)))
+		case len(v6) > 0:
+			p.maskV6 = masks.Any
+		case len(v4) > 0:
+			p.maskV4 = masks.Any
+		default:
+			p.maskV6 = masks.Any
+			if masks.Any <= 32 {
+				p.maskV4 = masks.Any
+			}
+		}
+		if len(v4) > 0 && len(v6) == 0 && masks.Any > 32 {
+			errs = append(errs, fmt.Errorf("--node-cidr-mask-size %d: an IPv4 --cluster-cidr takes 1 to 32", masks.Any))
+		}
+	}
+	for _, c := range cidrs {
+		mask, flag := p.maskV4, "node-cidr-mask-size-ipv4"
+		if mask == 0 {
+			mask = defaultNodeMaskIPv4
+		}
+		if c.Addr().Is6() {
+			mask, flag = p.maskV6, "node-cidr-mask-size-ipv6"
+			if mask == 0 {
+				mask = defaultNodeMaskIPv6
+			}
+		}
+		if mask < c.Bits() {
+			errs = append(errs, fmt.Errorf("node CIDR mask size /%d (--%s or --node-cidr-mask-size) is wider than --cluster-cidr %s", mask, flag, c))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return podCIDRPolicy{}, err
+	}
+	return p, nil
 }
 
 // parseClusterCIDRs parses --cluster-cidr (comma-separated).
@@ -75,7 +154,7 @@ func (p podCIDRPolicy) refuse(node, cidr string, nodes []corev1.Node) string {
 		}
 	}
 	if prefix.Bits() < mask {
-		return fmt.Sprintf("pod CIDR %s of node %s is wider than a node's /%d (%s node CIDR mask size)", cidr, node, mask, family)
+		return fmt.Sprintf("pod CIDR %s of node %s is wider than a node's /%d (the %s node CIDR mask size, --node-cidr-mask-size)", cidr, node, mask, family)
 	}
 	if len(p.clusterCIDRs) > 0 && !within(prefix, p.clusterCIDRs) {
 		return fmt.Sprintf("pod CIDR %s of node %s is outside --cluster-cidr %s", cidr, node, joinPrefixes(p.clusterCIDRs))

@@ -123,3 +123,76 @@ func TestRoutesTrustOnlyTheCloud(t *testing.T) {
 		}
 	})
 }
+
+// TestNodeCIDRMaskSizes: the CCM takes kube-controller-manager's
+// --node-cidr-mask-size flags; a pod CIDR wider than its family's mask is
+// refused, one as wide is routed, and flags that cannot describe the
+// cluster stop the CCM at startup.
+func TestNodeCIDRMaskSizes(t *testing.T) {
+	a := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	tests := []struct {
+		name        string
+		clusterCIDR string
+		masks       NodeCIDRMaskSizes
+		refused     map[string]string // pod CIDR → part of the refusal
+		routed      []string
+		wantErr     string
+	}{{
+		name: "without the flags a node's share is /24 and /64", clusterCIDR: "10.0.0.0/8,fd00::/48",
+		refused: map[string]string{"10.1.0.0/23": "wider than a node's /24", "fd00:0:0:2::/63": "wider than a node's /64"},
+		routed:  []string{"10.1.0.0/24", "fd00:0:0:1::/64"},
+	}, {
+		name: "--node-cidr-mask-size 26 refuses a /24 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 26},
+		refused: map[string]string{"10.1.0.0/24": "wider than a node's /26"},
+		routed:  []string{"10.1.0.0/26", "10.1.0.64/27"},
+	}, {
+		name: "--node-cidr-mask-size 16 routes a /16 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 16},
+		refused: map[string]string{"10.0.0.0/15": "wider than a node's /16"},
+		routed:  []string{"10.1.0.0/16"},
+	}, {
+		name: "--node-cidr-mask-size 80 is the IPv6 size of a single-stack IPv6 cluster", clusterCIDR: "fd00::/48", masks: NodeCIDRMaskSizes{Any: 80},
+		refused: map[string]string{"fd00:0:0:1::/64": "wider than a node's /80"},
+		routed:  []string{"fd00:0:0:1::/80"},
+	}, {
+		name: "the -ipv4 and -ipv6 sizes apply to a dual-stack cluster", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: NodeCIDRMaskSizes{IPv4: 20, IPv6: 96},
+		refused: map[string]string{"10.0.0.0/19": "wider than a node's /20", "fd00:0:0:1::/64": "wider than a node's /96"},
+		routed:  []string{"10.0.16.0/20", "fd00:0:0:1::/96"},
+	}, {
+		name: "--node-cidr-mask-size with a dual-stack cluster is an error", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: NodeCIDRMaskSizes{Any: 24},
+		wantErr: "--node-cidr-mask-size is for a single-stack --cluster-cidr",
+	}, {
+		name: "a node mask wider than the cluster CIDR is an error", clusterCIDR: "10.0.0.0/16", masks: NodeCIDRMaskSizes{IPv4: 12},
+		wantErr: "node CIDR mask size /12 (--node-cidr-mask-size-ipv4 or --node-cidr-mask-size) is wider than --cluster-cidr 10.0.0.0/16",
+	}, {
+		name: "an IPv4 mask size over 32 is an error", masks: NodeCIDRMaskSizes{IPv4: 33},
+		wantErr: "--node-cidr-mask-size-ipv4 33: want 1 to 32",
+	}, {
+		name: "--node-cidr-mask-size over 32 with an IPv4 cluster is an error", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 40},
+		wantErr: "--node-cidr-mask-size 40: an IPv4 --cluster-cidr takes 1 to 32",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &WithServices{nodeMasks: tt.masks}
+			err := w.SetClusterCIDRs(tt.clusterCIDR)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v; want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for cidr, why := range tt.refused {
+				if got := w.podCIDRs.refuse("a", cidr, []corev1.Node{a}); !strings.Contains(got, why) {
+					t.Errorf("pod CIDR %s: refusal %q; want one saying %q", cidr, got, why)
+				}
+			}
+			for _, cidr := range tt.routed {
+				if got := w.podCIDRs.refuse("a", cidr, []corev1.Node{a}); got != "" {
+					t.Errorf("pod CIDR %s refused: %s", cidr, got)
+				}
+			}
+		})
+	}
+}

@@ -206,13 +206,14 @@ func uninitialized(node *corev1.Node) bool {
 }
 
 // SetClusterCIDRs gives the routes --cluster-cidr (comma-separated), which
-// every pod CIDR must lie in; the route controller's constructor calls it.
+// every pod CIDR must lie in, and settles the node mask sizes against it;
+// the route controller's constructor calls it.
 func (w *WithServices) SetClusterCIDRs(clusterCIDR string) error {
-	cidrs, err := parseClusterCIDRs(clusterCIDR)
+	policy, err := newPodCIDRPolicy(clusterCIDR, w.nodeMasks)
 	if err != nil {
 		return err
 	}
-	w.podCIDRs.clusterCIDRs = cidrs
+	w.podCIDRs = policy
 	return nil
 }
 

@@ -93,6 +93,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: cloud-controller-manager
 {{- end -}}
 
+{{/* The approver's own pod (approver.separatePod). */}}
+{{- define "stackward.approverSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "stackward.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: approver
+{{- end -}}
+
+{{/* The pods a monitor scrapes: the CCM's, and the approver's own with
+approver.separatePod (each endpoint's port is on one of them). */}}
+{{- define "stackward.monitorSelectorLabels" -}}
+{{- if and .Values.approver.enabled .Values.approver.separatePod -}}
+app.kubernetes.io/name: {{ include "stackward.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- else -}}
+{{- include "stackward.selectorLabels" . -}}
+{{- end -}}
+{{- end -}}
+
 {{/* An image reference: repository@digest when a digest is set (the tag
 is then ignored: the digest alone names the image), else repository:tag with
 the tag defaulting to the chart's appVersion. */}}
@@ -178,7 +196,10 @@ name: the token controller fills it, the chart renders only the name), its
 separate cloud config and the signer's CA. */}}
 {{- define "stackward.approverConfigChecksum" -}}
 {{- $a := .Values.approver -}}
-{{- $parts := list (include "stackward.approverTokenSecret" .) -}}
+{{- $parts := list -}}
+{{- if not $a.separatePod -}}
+{{- $parts = append $parts (include "stackward.approverTokenSecret" .) -}}
+{{- end -}}
 {{- with $a.cloudConfig.existingSecret -}}
 {{- $parts = append $parts (include "stackward.existingSecretChecksum" (dict "root" $ "name" . "key" $a.cloudConfig.key)) -}}
 {{- end -}}

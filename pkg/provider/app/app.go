@@ -205,6 +205,13 @@ func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
 	fs.StringSliceVar(&o.DNSSuffixes, "dns-suffix", nil,
 		"A DNS suffix with which a node named <server name>.<suffix> is that server's (repeatable). A Node whose providerID names a server\n"+
 			"of another name is not initialized (Event InstanceNameMismatch). Give the approver the same --dns-suffix values.")
+	fs.IntVar(&o.NodeCIDRMasks.Any, "node-cidr-mask-size", 0,
+		"kube-controller-manager's --node-cidr-mask-size (give the same value): the prefix length of each node's pod CIDR in a single-stack cluster.\n"+
+			"A pod CIDR wider than it is never routed (Event PodCIDRRefused). 0: 24 for IPv4, 64 for IPv6, kube-controller-manager's defaults.")
+	fs.IntVar(&o.NodeCIDRMasks.IPv4, "node-cidr-mask-size-ipv4", 0,
+		"kube-controller-manager's --node-cidr-mask-size-ipv4 (give the same value): the IPv4 node pod CIDR prefix length, single- or dual-stack. 0: 24.")
+	fs.IntVar(&o.NodeCIDRMasks.IPv6, "node-cidr-mask-size-ipv6", 0,
+		"kube-controller-manager's --node-cidr-mask-size-ipv6 (give the same value): the IPv6 node pod CIDR prefix length, single- or dual-stack. 0: 64.")
 	fs.DurationVar(&o.ServerCacheTTL, "server-cache-ttl", provider.DefaultServerCacheTTL,
 		"How long one servers/detail listing answers node lookups (initialization, address sync, lifecycle checks) for every node. A server missing from the listing is always asked of Nova directly.")
 }

@@ -60,6 +60,7 @@ func TestHelpExplainsTheCommand(t *testing.T) {
 		"--leader-elect",
 		"--provider-id-with-region", // and the provider's own
 		"--server-cache-ttl",
+		"--node-cidr-mask-size int", "--node-cidr-mask-size-ipv4 int", "--node-cidr-mask-size-ipv6 int",
 		"/metrics",
 	} {
 		if !strings.Contains(out, want) {
