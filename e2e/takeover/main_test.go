@@ -20,8 +20,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,10 +124,14 @@ func (a *cloudAPI) publicNetwork(ctx context.Context, t *testing.T) string {
 	return ns[0].ID
 }
 
-// snapshot is the cloud's load balancers and floating IPs by ID.
+// snapshot is the cloud's load balancers, floating IPs and the
+// per-Service security groups upstream names lb-sg-..., by ID, and each
+// load balancer's children.
 type snapshot struct {
-	lbs  map[string]loadbalancers.LoadBalancer
-	fips map[string]floatingips.FloatingIP
+	lbs      map[string]loadbalancers.LoadBalancer
+	fips     map[string]floatingips.FloatingIP
+	sgs      map[string]groups.SecGroup
+	children map[string][]string // load balancer ID -> "listener|pool|monitor <id> ..."
 }
 
 func (a *cloudAPI) snapshot(ctx context.Context) (*snapshot, error) {
@@ -137,14 +143,57 @@ func (a *cloudAPI) snapshot(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{lbs: map[string]loadbalancers.LoadBalancer{}, fips: map[string]floatingips.FloatingIP{}}
+	pages, err := groups.List(a.neutron, groups.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sgs, err := groups.ExtractGroups(pages)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{lbs: map[string]loadbalancers.LoadBalancer{}, fips: map[string]floatingips.FloatingIP{},
+		sgs: map[string]groups.SecGroup{}, children: map[string][]string{}}
 	for _, lb := range lbs {
 		s.lbs[lb.ID] = lb
+		if s.children[lb.ID], err = a.children(ctx, lb.ID); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range fips {
 		s.fips[f.ID] = f
 	}
+	for _, g := range sgs {
+		if strings.HasPrefix(g.Name, "lb-sg-") {
+			s.sgs[g.ID] = g
+		}
+	}
 	return s, nil
+}
+
+// children are a load balancer's listeners, pools and monitors (members
+// are left out: a node change replaces them).
+func (a *cloudAPI) children(ctx context.Context, lbID string) ([]string, error) {
+	ls, err := a.listeners(ctx, lbID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range ls {
+		out = append(out, fmt.Sprintf("listener %s %s/%d", l.ID, l.Protocol, l.ProtocolPort))
+		if l.DefaultPoolID == "" {
+			continue
+		}
+		p, err := pools.Get(ctx, a.octavia, l.DefaultPoolID).Extract()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "pool "+p.ID)
+		if p.MonitorID != "" {
+			out = append(out, "monitor "+p.MonitorID)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 func (s *snapshot) String() string {
@@ -154,6 +203,9 @@ func (s *snapshot) String() string {
 	}
 	for _, f := range s.fips {
 		out = append(out, fmt.Sprintf("fip %s %s port %q %q", f.ID, f.FloatingIP, f.PortID, f.Description))
+	}
+	for _, g := range s.sgs {
+		out = append(out, fmt.Sprintf("security group %s %s", g.ID, g.Name))
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n")

@@ -100,7 +100,9 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	cloud := framework.StartCloud(t, framework.CloudOptions{})
 	api := newCloudAPI(ctx, t, cloud)
 	router := api.router(ctx, t)
-	conf := cloud.CloudConf(t, fmt.Sprintf("[Route]\nrouter-id = %s\n", router.ID))
+	// Upstream's security groups and health monitors are on, as in most
+	// production clusters: Stackward must keep both.
+	conf := cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n\n[Route]\nrouter-id = %s\n", router.ID))
 	routeArgs := []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=2s"}
 
 	upstream := cp.StartUpstreamCCM(ctx, t, conf, append([]string{"--cluster-name=" + clusterName, "--leader-elect=false",
@@ -201,6 +203,9 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 		}
 		c.row.lbsBefore, c.row.fipsBefore = 1, countFIP(c.fipID)
 	}
+	if len(upSnap.sgs) != len(kinds) {
+		t.Fatalf("%d security groups, want upstream's one per Service:\n%v", len(upSnap.sgs), upSnap)
+	}
 	if state["pinned"].fipID != reserved.ID {
 		t.Fatalf("the pinned Service has %s, want the operator's %s", state["pinned"].ip, reserved.FloatingIP)
 	}
@@ -239,9 +244,16 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 		})
 	}
 	after := waitCloud(ctx, t, api, 30*time.Second, "the cloud read", func(*snapshot) bool { return true })
-	t.Run("no load balancer or floating IP is made by the switch", func(t *testing.T) {
-		if !sameKeys(upSnap.lbs, after.lbs) || !sameKeys(upSnap.fips, after.fips) {
+	t.Run("no load balancer, floating IP or security group is made by the switch", func(t *testing.T) {
+		if !sameKeys(upSnap.lbs, after.lbs) || !sameKeys(upSnap.fips, after.fips) || !sameKeys(upSnap.sgs, after.sgs) {
 			t.Errorf("before the switch:\n%v\nafter:\n%v", upSnap, after)
+		}
+	})
+	t.Run("upstream's listeners, pools and health monitors are kept", func(t *testing.T) {
+		for id, want := range upSnap.children {
+			if got := after.children[id]; !slices.Equal(got, want) {
+				t.Errorf("load balancer %s (%s): children %v, upstream made %v", id, upSnap.lbs[id].Name, got, want)
+			}
 		}
 	})
 	for _, k := range kinds {
@@ -359,7 +371,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 			}
 		})
 	}
-	if s, err := api.snapshot(ctx); err != nil || len(s.lbs) != 0 || len(s.fips) != 2 {
+	if s, err := api.snapshot(ctx); err != nil || len(s.lbs) != 0 || len(s.fips) != 2 || len(s.sgs) != 0 {
 		t.Errorf("after every delete (%v):\n%v\nwant only the keep-floatingip and the operator's floating IPs", err, s)
 	}
 
