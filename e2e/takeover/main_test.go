@@ -170,8 +170,9 @@ func (a *cloudAPI) snapshot(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// children are a load balancer's listeners, pools and monitors (members
-// are left out: a node change replaces them).
+// children are a load balancer's listeners (with the settings Stackward
+// compares), pools and monitors (members are left out: a node change
+// replaces them).
 func (a *cloudAPI) children(ctx context.Context, lbID string) ([]string, error) {
 	ls, err := a.listeners(ctx, lbID)
 	if err != nil {
@@ -179,7 +180,7 @@ func (a *cloudAPI) children(ctx context.Context, lbID string) ([]string, error) 
 	}
 	var out []string
 	for _, l := range ls {
-		out = append(out, fmt.Sprintf("listener %s %s/%d", l.ID, l.Protocol, l.ProtocolPort))
+		out = append(out, fmt.Sprintf("listener %s %s/%d allowed_cidrs %v connection_limit %d", l.ID, l.Protocol, l.ProtocolPort, l.AllowedCIDRs, l.ConnLimit))
 		if l.DefaultPoolID == "" {
 			continue
 		}

@@ -249,7 +249,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 			t.Errorf("before the switch:\n%v\nafter:\n%v", upSnap, after)
 		}
 	})
-	t.Run("upstream's listeners, pools and health monitors are kept", func(t *testing.T) {
+	t.Run("upstream's listeners, pools and health monitors are kept as they are", func(t *testing.T) {
 		for id, want := range upSnap.children {
 			if got := after.children[id]; !slices.Equal(got, want) {
 				t.Errorf("load balancer %s (%s): children %v, upstream made %v", id, upSnap.lbs[id].Name, got, want)
