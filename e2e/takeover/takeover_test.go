@@ -28,6 +28,7 @@ const (
 	clusterCIDR = "198.19.128.0/17"
 	lbIDKey     = "loadbalancer.openstack.org/load-balancer-id"
 	adoptedTag  = "stackward_adopted_from=openstack-ccm"
+	freeAddress = "203.0.113.200" // on the lab's floating network, allocated by nobody
 )
 
 // serviceKind is one kind of Service the upstream CCM made a load balancer
@@ -72,6 +73,12 @@ var kinds = []serviceKind{
 	}},
 	{name: "pinned", sentence: "a Service whose spec.loadBalancerIP names the operator's floating IP", fipKept: true, edit: func(s *corev1.Service, c *caseState) {
 		s.Spec.LoadBalancerIP = c.pinnedFIP //nolint:staticcheck // the field upstream users have
+	}},
+	// Upstream allocates the address itself (with its description) and
+	// would release it on delete; Stackward never releases the address
+	// spec.loadBalancerIP names (README), so this one outlives the Service.
+	{name: "pinned-free", sentence: "a Service whose spec.loadBalancerIP names a free address upstream allocated", fipKept: true, edit: func(s *corev1.Service, _ *caseState) {
+		s.Spec.LoadBalancerIP = freeAddress //nolint:staticcheck // the field upstream users have
 	}},
 	{name: "internal", sentence: "an internal Service", internal: true, edit: func(s *corev1.Service, _ *caseState) {
 		s.Annotations["service.beta.kubernetes.io/openstack-internal-load-balancer"] = "true"
@@ -208,6 +215,9 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	}
 	if state["pinned"].fipID != reserved.ID {
 		t.Fatalf("the pinned Service has %s, want the operator's %s", state["pinned"].ip, reserved.FloatingIP)
+	}
+	if f := upSnap.fips[state["pinned-free"].fipID]; f.FloatingIP != freeAddress || !strings.HasPrefix(f.Description, "Floating IP for Kubernetes external service") {
+		t.Fatalf("the Service asking for %s got %s (%q), want that address allocated by upstream", freeAddress, f.FloatingIP, f.Description)
 	}
 
 	// The switch, as README's guide says: upstream goes (helm uninstall),
@@ -371,8 +381,9 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 			}
 		})
 	}
-	if s, err := api.snapshot(ctx); err != nil || len(s.lbs) != 0 || len(s.fips) != 2 || len(s.sgs) != 0 {
-		t.Errorf("after every delete (%v):\n%v\nwant only the keep-floatingip and the operator's floating IPs", err, s)
+	final, err := api.snapshot(ctx)
+	if err != nil || len(final.lbs) != 0 || len(final.fips) != 3 || len(final.sgs) != 0 {
+		t.Fatalf("after every delete (%v):\n%v\nwant only the keep-floatingip, the operator's and the loadBalancerIP's floating IPs", err, final)
 	}
 
 	var b strings.Builder
@@ -385,5 +396,6 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d / %d / %d | %d / %d / %d |\n", k.sentence, kept, r.lbsBefore, r.lbsAfterSwitch, r.lbsAfterDel, r.fipsBefore, r.fipsAfterSwitch, r.fipsAfterD)
 	}
+	fmt.Fprintf(&b, "| the whole cloud | | %d / %d / %d | %d / %d / %d |\n", len(upSnap.lbs), len(after.lbs), len(final.lbs), len(upSnap.fips), len(after.fips), len(final.fips))
 	t.Log(b.String())
 }
