@@ -43,7 +43,7 @@ type cloudAPI struct {
 	octavia, neutron *gophercloud.ServiceClient
 }
 
-func newCloudAPI(ctx context.Context, t *testing.T, c *framework.Cloud) *cloudAPI {
+func newCloudAPI(ctx context.Context, t *testing.T, c framework.TestCloud) *cloudAPI {
 	t.Helper()
 	cfg, _, err := config.Load(c.CloudConf(t, ""))
 	if err != nil {
@@ -316,7 +316,7 @@ func sameKeys[V any](a, b map[string]V) bool {
 
 // hasEventSince says whether the Service has an event of reason recorded
 // at or after since.
-func hasEventSince(ctx context.Context, cp *framework.ControlPlane, name, reason string, since metav1.Time) bool {
+func hasEventSince(ctx context.Context, cp *framework.ControlPlane, ns, name, reason string, since metav1.Time) bool {
 	list, err := cp.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return false
@@ -325,7 +325,7 @@ func hasEventSince(ctx context.Context, cp *framework.ControlPlane, name, reason
 }
 
 // warningsSince are the Service's Warning events recorded at or after since.
-func warningsSince(ctx context.Context, cp *framework.ControlPlane, name string, since metav1.Time) []string {
+func warningsSince(ctx context.Context, cp *framework.ControlPlane, ns, name string, since metav1.Time) []string {
 	list, err := cp.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return []string{"list events: " + err.Error()}
@@ -341,7 +341,7 @@ func warningsSince(ctx context.Context, cp *framework.ControlPlane, name string,
 
 // dropServices deletes the test's Services and strips their finalizers,
 // so none outlives the test on the shared control plane.
-func dropServices(t *testing.T, cp *framework.ControlPlane) {
+func dropServices(t *testing.T, cp *framework.ControlPlane, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})

@@ -23,7 +23,6 @@ import (
 )
 
 const (
-	ns          = "legacy"
 	clusterName = "lab" // framework.CCMArgs' --cluster-name: the switch keeps it
 	clusterCIDR = "198.19.128.0/17"
 	lbIDKey     = "loadbalancer.openstack.org/load-balancer-id"
@@ -101,10 +100,15 @@ var kinds = []serviceKind{
 // the adopted load balancer, routes stay and follow node removal, and
 // deleting each Service leaves exactly what upstream would have left.
 func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	takeover(t, framework.SharedControlPlane(t), framework.StartCloud(t, framework.CloudOptions{}).Backend(), 10)
+}
+
+// takeover runs the scenario on cloud with nodes from
+// framework.NodeIP(firstNode+1) on, in a namespace of the cloud's name.
+func takeover(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, firstNode int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	ns := "legacy-" + cloud.Name()
 	api := newCloudAPI(ctx, t, cloud)
 	router := api.router(ctx, t)
 	// Upstream's security groups and health monitors are on, as in most
@@ -118,11 +122,11 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	nodes := map[string]*framework.Node{}
 	nodeIPs := map[string]string{}
 	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("up-%d", i)
-		cloud.CreateServer(t, name, 10+i, "m1.small", "az-1")
+		name := fmt.Sprintf("%s-up-%d", cloud.Name(), i)
+		cloud.CreateServer(t, name, firstNode+i, "m1.small", "az-1")
 		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		nodes[name] = cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(10 + i)})
-		nodeIPs[name] = framework.NodeIP(10 + i)
+		nodes[name] = cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(firstNode + i)})
+		nodeIPs[name] = framework.NodeIP(firstNode + i)
 	}
 	before := map[string]*corev1.Node{}
 	for name := range nodes {
@@ -138,11 +142,11 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dropServices(t, cp) })
+	t.Cleanup(func() { dropServices(t, cp, ns) })
 
 	// The operator reserved the address spec.loadBalancerIP names.
 	reserved, err := floatingips.Create(ctx, api.neutron, floatingips.CreateOpts{FloatingNetworkID: api.publicNetwork(ctx, t),
-		Description: "reserved by the operator for legacy/pinned"}).Extract()
+		Description: "reserved by the operator for " + ns + "/pinned"}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +254,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	})
 	for _, k := range kinds {
 		waitService(ctx, t, cp, ns, k.name, 2*time.Minute, "synced by Stackward", func(s *corev1.Service) bool {
-			return hasEventSince(ctx, cp, k.name, "EnsuredLoadBalancer", switched)
+			return hasEventSince(ctx, cp, ns, k.name, "EnsuredLoadBalancer", switched)
 		})
 	}
 	after := waitCloud(ctx, t, api, 30*time.Second, "the cloud read", func(*snapshot) bool { return true })
@@ -285,7 +289,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	}
 	t.Run("the switch records no Warning", func(t *testing.T) {
 		for _, k := range kinds {
-			for _, e := range warningsSince(ctx, cp, k.name, switched) {
+			for _, e := range warningsSince(ctx, cp, ns, k.name, switched) {
 				t.Errorf("%s: %s", k.sentence, e)
 			}
 		}
@@ -334,7 +338,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 
 	t.Run("routes stay and follow a node's removal", func(t *testing.T) {
 		waitRoutes("Stackward keeps upstream's routes", wantRoutes)
-		gone := "up-3"
+		gone := cloud.Name() + "-up-3"
 		nodes[gone].Process.Stop()
 		if err := cp.Admin.CoreV1().Nodes().Delete(ctx, gone, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -376,7 +380,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 					t.Errorf("floating IP %s kept (%q), upstream would have released it", c.ip, f.Description)
 				}
 			}
-			for _, e := range warningsSince(ctx, cp, k.name, switched) {
+			for _, e := range warningsSince(ctx, cp, ns, k.name, switched) {
 				t.Errorf("%s", e)
 			}
 		})
