@@ -1,12 +1,5 @@
 //go:build e2e
 
-// Package takeover switches a cluster from the real upstream
-// openstack-cloud-controller-manager (built by e2e/upstreamccm) to
-// stackward-ccm as README's "Switching from the upstream OpenStack CCM"
-// says, on the simulated cloud: upstream initializes the nodes and makes
-// the load balancers, floating IPs and routes; Stackward must keep every
-// address, create nothing new and leave behind on delete exactly what
-// upstream would have.
 package takeover
 
 import (
@@ -35,9 +28,7 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-func TestMain(m *testing.M) { framework.Main(m) }
-
-// cloudAPI reads the simulated cloud through the OpenStack APIs, as an
+// cloudAPI reads the cloud (either backend) through the OpenStack APIs, as an
 // operator would with the openstack CLI.
 type cloudAPI struct {
 	octavia, neutron *gophercloud.ServiceClient
