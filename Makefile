@@ -38,13 +38,14 @@ unit: ## Unit tests (no control plane).
 	$(GO) test -count=1 ./...
 	cd hack/imagetool && $(GO) test -count=1 ./...
 
-tools: ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry) into the cache.
+tools: ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) into the cache.
 	@e2e/tools/build.sh >/dev/null
+	@e2e/upstreamccm/build.sh >/dev/null
 
 e2e: tools ## End-to-end tests on a real control plane in a private network namespace.
 	@# e2e/release builds the images inside the lab, which has no route out.
 	cd hack/imagetool && $(GO) mod download
-	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) \
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_UPSTREAM_CCM_DIR=$$(e2e/upstreamccm/build.sh --print-dir) \
 	  $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...
 
 lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.

@@ -180,6 +180,14 @@ func (s *Sim) createFIP(w http.ResponseWriter, r *http.Request) {
 		neutronError(w, http.StatusBadRequest, "BadRequest", "%v", err)
 		return
 	}
+	// Neutron's default policy lets only an admin choose the address
+	// (create_floatingip:floating_ip_address is admin_only); a project
+	// member asking for one is refused in these words (real Zed answer).
+	if req.FIP.Address != "" && !isAdmin(r) {
+		neutronError(w, http.StatusForbidden, "PolicyNotAuthorized",
+			"(rule:create_floatingip and rule:create_floatingip:floating_ip_address) is disallowed by policy")
+		return
+	}
 	portID := ""
 	if req.FIP.PortID != nil {
 		portID = *req.FIP.PortID

@@ -98,6 +98,12 @@ func TestRolesDecideWhatEachTokenMayDo(t *testing.T) {
 		t.Fatalf("ops-public: %v %+v", err, opsNet)
 	}
 	subnet := sim.mustSubnet(t, "private")
+	var public struct {
+		Networks []struct{ ID string } `json:"networks"`
+	}
+	if err := json.Unmarshal([]byte(ops.do("GET", "/networking/v2.0/networks?name=public", nil).body), &public); err != nil || len(public.Networks) != 1 {
+		t.Fatalf("public: %v %+v", err, public)
+	}
 	lbBody := map[string]any{"loadbalancer": map[string]any{"name": "lb", "vip_subnet_id": subnet}}
 	stop := map[string]any{"os-stop": nil}
 
@@ -128,6 +134,15 @@ func TestRolesDecideWhatEachTokenMayDo(t *testing.T) {
 			method: "DELETE", path: "/networking/v2.0/networks/" + opsNet.Networks[0].ID,
 			want:      map[string]int{"viewer": 403, "demo": 403, "admin": 204},
 			forbidden: "rule:delete_network is disallowed by policy"},
+		{name: "Neutron: only an admin chooses a floating IP's address (create_floatingip:floating_ip_address is admin_only)",
+			method: "POST", path: "/networking/v2.0/floatingips", body: map[string]any{"floatingip": map[string]any{
+				"floating_network_id": public.Networks[0].ID, "floating_ip_address": "203.0.113.77"}},
+			want:      map[string]int{"demo": 403, "admin": 201},
+			forbidden: `"message":"(rule:create_floatingip and rule:create_floatingip:floating_ip_address) is disallowed by policy","type":"PolicyNotAuthorized"`},
+		{name: "Neutron: a member allocates a floating IP whose address Neutron picks",
+			method: "POST", path: "/networking/v2.0/floatingips", body: map[string]any{"floatingip": map[string]any{
+				"floating_network_id": public.Networks[0].ID}},
+			want: map[string]int{"viewer": 403, "demo": 201}},
 		{name: "Octavia: observers and readers list load balancers",
 			method: "GET", path: "/load-balancer/v2/lbaas/loadbalancers",
 			want: map[string]int{"viewer": 200, "lb-observer": 200, "demo": 200}},

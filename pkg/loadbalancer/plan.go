@@ -65,7 +65,7 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 			steps = append(steps, followUps(spec.Provider, key, l.Pool, true)...)
 			continue
 		}
-		if !listenerEqual(cur, l) {
+		if !listenerEqual(cur, l, len(spec.AdditionalVIPs) > 0) {
 			steps = append(steps, step{"update listener " + key, func(ctx context.Context, o Octavia) error {
 				return o.UpdateListener(ctx, cur.ID, l)
 			}})
@@ -129,8 +129,9 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string)
 	return steps
 }
 
-func listenerEqual(cur Listener, want ListenerSpec) bool {
-	if cur.ConnLimit != want.ConnLimit || !sameStrings(cur.AllowedCIDRs, want.AllowedCIDRs) || !l7Equal(cur, want) {
+func listenerEqual(cur Listener, want ListenerSpec, dualStack bool) bool {
+	cidrs := sameStrings(cur.AllowedCIDRs, want.AllowedCIDRs) || len(want.AllowedCIDRs) == 0 && allowsAll(cur.AllowedCIDRs, dualStack)
+	if cur.ConnLimit != want.ConnLimit || !cidrs || !l7Equal(cur, want) {
 		return false
 	}
 	// Zero timeouts mean "Octavia's default": whatever is there is fine.
@@ -141,6 +142,31 @@ func listenerEqual(cur Listener, want ListenerSpec) bool {
 		}
 	}
 	return true
+}
+
+// allowsAll says whether a listener's allowed_cidrs admit every client,
+// as none do: the whole address space of each family the load balancer
+// serves. The upstream CCM writes 0.0.0.0/0 on every listener of a Service
+// without source ranges; rewriting that to nothing would change nothing but
+// cost an update of every adopted listener. Octavia refuses a CIDR of a
+// family the load balancer has no VIP of, so on a single-stack one any /0
+// admits all; a dual-stack one needs both.
+func allowsAll(cidrs []string, dualStack bool) bool {
+	if len(cidrs) == 0 {
+		return true
+	}
+	v4, v6 := false, false
+	for _, c := range cidrs {
+		switch c {
+		case "0.0.0.0/0":
+			v4 = true
+		case "::/0":
+			v6 = true
+		default:
+			return false
+		}
+	}
+	return !dualStack || v4 && v6
 }
 
 func monitorEqual(cur, want MonitorSpec) bool {
