@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
 	"github.com/stackward/stackward/pkg/config"
@@ -105,6 +106,26 @@ func fidelityScenario(t *testing.T, b backend) []step {
 	r.n.add(r.ipA, "ip-a")
 	r.n.add(framework.NodeIP(b.firstNode+1), "ip-b")
 	r.n.add(b.cloud.AttachFloatingIP(t, a.ID), "fip-a")
+
+	// Ports go ACTIVE when the (lab's stand-in for) ovn-controller binds
+	// them, which Nova's fake driver does not wait for: a precondition
+	// here, not an observation.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := clients.Neutron.PortsOfServers(ctx, []string{a.ID, bs.ID}, r.project)
+		if err != nil {
+			return false, err
+		}
+		active := 0
+		for _, p := range list {
+			if p.Status == openstack.PortStatusActive {
+				active++
+			}
+		}
+		return active == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the servers' ports did not go ACTIVE: %v", err)
+	}
 
 	r.novaSteps()
 	r.neutronSteps()
