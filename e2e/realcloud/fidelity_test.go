@@ -3,7 +3,6 @@
 package realcloud
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -115,11 +114,6 @@ func matchKnown(d difference) *knownDifference {
 		}
 	}
 	return nil
-}
-
-// String is for failure messages.
-func (d difference) String() string {
-	return fmt.Sprintf("%s / %s: cloudsim %q, openstack %q", d.step, d.key, d.sim, d.real)
 }
 
 // knownDifferences are the differences README.md's "Known simulator
