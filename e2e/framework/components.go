@@ -32,6 +32,12 @@ var CCMArgs = []string{
 // RBAC applied first) until stop is called or ctx is done. extra flags
 // follow CCMArgs.
 func (cp *ControlPlane) RunCCM(ctx context.Context, cloudConf string, extra ...string) (stop func(), err error) {
+	return cp.RunCCMWithRegistry(ctx, cloudConf, prometheus.NewRegistry(), extra...)
+}
+
+// RunCCMWithRegistry is RunCCM with the CCM's metrics (its cloud calls
+// among them) on reg, for a test that counts them.
+func (cp *ControlPlane) RunCCMWithRegistry(ctx context.Context, cloudConf string, reg *prometheus.Registry, extra ...string) (stop func(), err error) {
 	sa, err := cp.ApplyChartRBAC()
 	if err != nil {
 		return nil, err
@@ -51,7 +57,7 @@ func (cp *ControlPlane) RunCCM(ctx context.Context, cloudConf string, extra ...s
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--cloud-config=" + cloudConf}, CCMArgs...)
 	args = append(args, extra...)
 	return runInProcess("stackward-ccm", dir, ctx, func(ctx context.Context) error {
-		return app.Run(ctx, args, app.Options{Registerer: prometheus.NewRegistry()})
+		return app.Run(ctx, args, app.Options{Registerer: reg})
 	})
 }
 

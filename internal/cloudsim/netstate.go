@@ -3,6 +3,7 @@ package cloudsim
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"time"
@@ -313,6 +314,13 @@ func (st *state) associateFIP(f *floatingIP, portID, fixed string) error {
 	}
 	if fixed == "" {
 		return fmt.Errorf("port %s has no IPv4 fixed IP: %w", portID, ErrInvalid)
+	}
+	for _, o := range st.fips.all() {
+		if o.ID != f.ID && o.PortID == p.ID && o.FixedIP == fixed && o.NetworkID == f.NetworkID {
+			return apiErr(http.StatusConflict, "FloatingIPPortAlreadyAssociated",
+				"Cannot associate floating IP %s (%s) with port %s using fixed IP %s, as that fixed IP already has a floating IP on external network %s.",
+				f.IP, f.ID, p.ID, fixed, f.NetworkID)
+		}
 	}
 	f.PortID, f.FixedIP = p.ID, fixed
 	f.RouterID = st.routerFor(f.NetworkID)

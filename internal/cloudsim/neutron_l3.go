@@ -196,7 +196,7 @@ func (s *Sim) createFIP(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	f, err := s.state.createFloatingIPOn(projectOf(r), req.FIP.NetworkID, req.FIP.SubnetID, req.FIP.Address, portID, req.FIP.FixedIP)
 	if err != nil {
-		neutronError(w, statusFor(err), "BadRequest", "%v", err)
+		writeErr(w, ServiceNetwork, err)
 		return
 	}
 	if req.FIP.Description != nil {
@@ -234,7 +234,7 @@ func (s *Sim) updateFIP(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.FIP.PortID != nil {
 		if err := s.state.associateFIP(f, *req.FIP.PortID, req.FIP.FixedIP); err != nil {
-			neutronError(w, statusFor(err), "BadRequest", "%v", err)
+			writeErr(w, ServiceNetwork, err)
 			return
 		}
 	}

@@ -166,7 +166,6 @@ func writeFilteredList(w http.ResponseWriter, r *http.Request, service, collecti
 	fields := q["fields"]
 	out := make([]any, 0)
 	last := ""
-	more := false
 	for _, it := range items {
 		if !started {
 			if it["id"] == marker {
@@ -178,17 +177,27 @@ func writeFilteredList(w http.ResponseWriter, r *http.Request, service, collecti
 			continue
 		}
 		if limit >= 0 && len(out) == limit {
-			more = true
 			break
 		}
 		out = append(out, trimFields(it, fields))
 		last, _ = it["id"].(string)
 	}
 	body := map[string]any{collection: out}
-	if more {
+	if service == ServiceLoadBalancer {
+		body[collection+"_links"] = []any{} // Octavia always has it
+	}
+	// Both services link a next page whenever this one is full, even when
+	// nothing follows (the client then reads an empty page), as the real
+	// services do (checked by e2e/realcloud's fidelity test).
+	if limit >= 0 && len(out) == limit {
 		nq := url.Values{}
 		for k, v := range q {
 			nq[k] = v
+		}
+		if service == ServiceLoadBalancer {
+			// Octavia's next link carries only limit and marker: the
+			// filters of the first request are lost on later pages.
+			nq = url.Values{"limit": {strconv.Itoa(limit)}}
 		}
 		nq.Set("marker", last)
 		body[collection+"_links"] = []any{link(baseURL(r)+r.URL.Path+"?"+nq.Encode(), "next")}

@@ -77,6 +77,12 @@ func (st *state) createVIP(lb *lbObj, addr string, extra []additionalVIP) error 
 	if err != nil {
 		return err
 	}
+	if lb.Provider != providerOVN {
+		// Octavia's allowed-address-pairs network driver reserves the VIP
+		// port administratively down: the address lives on the amphorae's
+		// own ports, so the VIP port itself stays DOWN.
+		p.AdminUp, p.Status = false, "DOWN"
+	}
 	lb.VIPPortID, lb.VIPNetworkID, lb.ownPort = p.ID, nw.ID, true
 	if len(p.FixedIPs) > 0 {
 		lb.VIPAddress, lb.VIPSubnetID = p.FixedIPs[0].IP, p.FixedIPs[0].SubnetID

@@ -1,0 +1,163 @@
+//go:build e2e
+
+package realcloud
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackward/stackward/e2e/framework"
+)
+
+// TestCloudsimAnswersLikeTheRealServices drives one scenario through
+// pkg/openstack (the adapters the CCM and the approver use) against
+// stackward-cloudsim and against the real services, and compares what our
+// code consumes: the domain values the adapters return, how they classify
+// errors, status codes and error bodies, the fields read from the JSON,
+// pages, Nova's microversion headers, filters, and Octavia's
+// provisioning-status transitions. IDs, addresses, MACs and timestamps are
+// normalized. Every difference must be one of knownDifferences (the
+// README's "Known simulator differences"); a new one fails, and so does a
+// listed one that no longer occurs, so the list stays true.
+func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
+	// A PENDING_* phase the poll can see, as on the real cloud.
+	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 2 * time.Second})
+	got := map[string][]step{}
+	for _, b := range []backend{{cloud: sim.Backend(), firstNode: 90}, {cloud: realCloud, firstNode: 190}} {
+		if !t.Run(b.cloud.Name(), func(t *testing.T) { got[b.cloud.Name()] = fidelityScenario(t, b) }) {
+			t.FailNow()
+		}
+	}
+	diffs := compareSteps(got["cloudsim"], got["openstack"])
+	used := map[string]bool{}
+	for _, d := range diffs {
+		k := matchKnown(d)
+		if k == nil {
+			t.Errorf("cloudsim differs from the real services (fix cloudsim, or list it in knownDifferences and the README):\n  step %q, %s\n    cloudsim:  %s\n    openstack: %s", d.step, d.key, d.sim, d.real)
+			continue
+		}
+		used[k.name] = true
+		t.Logf("known difference %q: step %q, %s: cloudsim %s, openstack %s", k.name, d.step, d.key, d.sim, d.real)
+	}
+	for _, k := range knownDifferences {
+		if !used[k.name] {
+			t.Errorf("known difference %q no longer occurs: remove it from knownDifferences and the README", k.name)
+		}
+	}
+}
+
+// difference is one observation that is not the same on both clouds.
+type difference struct {
+	step, key, sim, real string
+}
+
+const absent = "<no such observation>"
+
+func compareSteps(sim, real []step) []difference {
+	var names []string
+	simBy, realBy := map[string]obs{}, map[string]obs{}
+	for _, s := range sim {
+		simBy[s.name] = s.o
+		names = append(names, s.name)
+	}
+	for _, s := range real {
+		realBy[s.name] = s.o
+		if _, ok := simBy[s.name]; !ok {
+			names = append(names, s.name)
+		}
+	}
+	var out []difference
+	for _, name := range names {
+		so, ro := simBy[name], realBy[name]
+		var keys []string
+		for k := range so {
+			keys = append(keys, k)
+		}
+		for k := range ro {
+			if _, ok := so[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			sv, ok := so[k]
+			if !ok {
+				sv = absent
+			}
+			rv, ok := ro[k]
+			if !ok {
+				rv = absent
+			}
+			if sv != rv {
+				out = append(out, difference{step: name, key: k, sim: sv, real: rv})
+			}
+		}
+	}
+	return out
+}
+
+// knownDifference is a difference we keep on purpose. Step and key name
+// the observation exactly (key may end in "*" to cover a prefix); sim and
+// real are the two values, exactly, so that a change on either side is
+// noticed.
+type knownDifference struct {
+	name, step, key, sim, real string
+}
+
+func matchKnown(d difference) *knownDifference {
+	for i, k := range knownDifferences {
+		key := k.key == d.key || (strings.HasSuffix(k.key, "*") && strings.HasPrefix(d.key, strings.TrimSuffix(k.key, "*")))
+		if k.step == d.step && key && k.sim == d.sim && k.real == d.real {
+			return &knownDifferences[i]
+		}
+	}
+	return nil
+}
+
+// knownDifferences are the differences README.md's "Known simulator
+// differences" lists, each with its reason there.
+var knownDifferences = []knownDifference{
+	// The lab seeds, not the services: the real lab's external network
+	// belongs to the admin project, cloudsim's lab seed has no admin project.
+	{name: "external network owner", step: "neutron: networks by ID", key: "network.net-public",
+		sim:  "name=public shared=false external=false project=project-lab",
+		real: "name=public shared=false external=false project=<uuid>"},
+	// The lab's amphora provider runs Octavia's noop drivers: no amphora
+	// sends heartbeats, so its load balancers stay OFFLINE.
+	amphoraOffline("octavia amphora: the create settles"),
+	amphoraOffline("octavia amphora: the listener settles"),
+	amphoraOffline("octavia amphora: the pool settles"),
+	amphoraOffline("octavia amphora: the member settles"),
+	amphoraOffline("octavia amphora: the monitor settles"),
+	amphoraOffline("octavia amphora: the one-call listener settles"),
+	// ...and its noop network driver deletes no VIP port.
+	{name: "amphora-noop keeps its VIP port", step: "octavia amphora: the VIP port after the delete", key: "error",
+		sim: "ErrNotFound", real: "none"},
+	// Zed's API answers 500 to any child created with nested children (a
+	// listener with its default pool, a pool with members or a monitor);
+	// cloudsim follows the API reference, which documents them.
+	nestedChildren("calls", "POST v2/lbaas/listeners 201", "POST v2/lbaas/listeners 500"),
+	nestedChildren("error", "none", "HTTP 500"),
+	nestedChildren("answer.status", "201", "500"),
+	nestedChildren("answer.body", ".listener.admin_state_up:bool .listener.allowed_cidrs:null .listener.alpn_protocols:null "+
+		".listener.client_authentication:string .listener.client_ca_tls_container_ref:null .listener.client_crl_container_ref:null "+
+		".listener.connection_limit=-1 .listener.created_at:string .listener.default_pool_id:string .listener.default_tls_container_ref:null "+
+		".listener.description:string .listener.id:string .listener.l7policies:[]interface {} .listener.loadbalancers:[]interface {} "+
+		".listener.name:string .listener.operating_status:string .listener.project_id:string .listener.protocol:string "+
+		".listener.protocol_port=81 .listener.provisioning_status:string .listener.sni_container_refs:[]interface {} "+
+		".listener.tags:[]interface {} .listener.timeout_client_data=50000 .listener.timeout_member_connect=5000 "+
+		".listener.timeout_member_data=50000 .listener.timeout_tcp_inspect=0 .listener.tls_ciphers:null .listener.tls_versions:null "+
+		".listener.updated_at:null",
+		".debuginfo:null .faultcode=Server .faultstring:string"),
+}
+
+func amphoraOffline(step string) knownDifference {
+	return knownDifference{name: "amphora-noop stays OFFLINE", step: step, key: "body.loadbalancer.operating_status", sim: "ONLINE", real: "OFFLINE"}
+}
+
+func nestedChildren(key, sim, real string) knownDifference {
+	return knownDifference{name: "Zed refuses nested children in a child create", step: "octavia amphora: a listener with its pool, member and monitor in one call",
+		key: key, sim: sim, real: real}
+}
