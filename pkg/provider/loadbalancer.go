@@ -34,6 +34,10 @@ type WithServices struct {
 	kube   *kubeAccess
 	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
 	podCIDRs podCIDRPolicy
+	// adoptRoutes is [Route] adopt-upstream-routes; routeMemo outlives
+	// each Routes() so that a verdict is said once (routeadopt.go).
+	adoptRoutes bool
+	routeMemo   adoptMemo
 }
 
 var _ cloudprovider.Interface = (*WithServices)(nil)
@@ -57,7 +61,7 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	if err != nil {
 		return nil, err
 	}
-	w := &WithServices{Cloud: base, kube: &kubeAccess{}}
+	w := &WithServices{Cloud: base, kube: &kubeAccess{}, adoptRoutes: cfg.Route.AdoptUpstream}
 	if clients.Provider == nil {
 		return w, nil // fake clients: nodes only
 	}
@@ -103,7 +107,8 @@ func (w *WithServices) Routes() (cloudprovider.Routes, bool) {
 	if w.routes == nil {
 		return nil, false
 	}
-	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes, cidrs: w.podCIDRs, events: w.instances.eventRecorder}, true
+	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes, cidrs: w.podCIDRs, events: w.instances.eventRecorder,
+		adoptUpstream: w.adoptRoutes, memo: &w.routeMemo}, true
 }
 
 // kubeAccess is what the load balancers and routes ask the apiserver.
