@@ -30,6 +30,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, 
 type WithServices struct {
 	*Cloud
 	lb     *loadBalancers
+	noLB   *noLoadBalancers // lb could not be built (nolb.go)
 	routes *routes.Routes
 	kube   *kubeAccess
 	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
@@ -69,7 +70,9 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	if cfg.LoadBalancer.Enabled {
 		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts)
 		if err != nil {
+			// Nodes and routes go on; each Service is told (nolb.go).
 			logger.Error(err, "Services of type LoadBalancer are not served")
+			w.noLB = &noLoadBalancers{why: err}
 		}
 	}
 	if cfg.Route.RouterID != "" {
@@ -96,10 +99,13 @@ func (w *WithServices) Initialize(clientBuilder cloudprovider.ControllerClientBu
 
 // LoadBalancer is the Octavia orchestration, when Octavia is there.
 func (w *WithServices) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	if w.lb == nil {
-		return nil, false
+	switch {
+	case w.lb != nil:
+		return w.lb, true
+	case w.noLB != nil:
+		return w.noLB, true
 	}
-	return w.lb, true
+	return nil, false
 }
 
 // Routes are the Neutron router's routes, when [Route] router-id is set.
