@@ -36,6 +36,9 @@ type CloudOptions struct {
 	Latency      time.Duration
 	// DualStack adds an IPv6 subnet (NodeNetworkV6) to the lab network.
 	DualStack bool
+	// WithoutServices are catalog service types the cloud's catalog
+	// leaves out (cloudsim.Options.WithoutServices).
+	WithoutServices []string
 }
 
 // ApproverUser is the lab's read-only cloud user, for the approver.
@@ -92,12 +95,13 @@ func NewCloud(opts CloudOptions) (*Cloud, func(), error) {
 		}
 	}
 	sim, err := cloudsim.New(cloudsim.Options{
-		Seed:         seed,
-		TokenTTL:     opts.TokenTTL,
-		OctaviaDelay: opts.OctaviaDelay,
-		Latency:      opts.Latency,
-		Region:       LabRegion,
-		Registry:     prometheus.NewRegistry(),
+		Seed:            seed,
+		TokenTTL:        opts.TokenTTL,
+		WithoutServices: opts.WithoutServices,
+		OctaviaDelay:    opts.OctaviaDelay,
+		Latency:         opts.Latency,
+		Region:          LabRegion,
+		Registry:        prometheus.NewRegistry(),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cloudsim: %w", err)

@@ -203,3 +203,24 @@ func (s *Sim) RevokeTokens() {
 	defer s.mu.Unlock()
 	s.state.tokens = map[string]*token{}
 }
+
+// SetPassword changes a user's password (by name) and revokes the tokens
+// issued to that user, as Keystone does: a client must authenticate with
+// the new password, and the old one is refused.
+func (s *Sim) SetPassword(userName, password string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range s.state.users.all() {
+		if u.Name != userName {
+			continue
+		}
+		u.Password = password
+		for id, t := range s.state.tokens {
+			if t.User == u {
+				delete(s.state.tokens, id)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no user %q", userName)
+}

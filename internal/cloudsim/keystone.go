@@ -2,6 +2,7 @@ package cloudsim
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -285,6 +286,9 @@ func (s *Sim) catalog(base string) []any {
 	}
 	var out []any
 	for i, c := range svc {
+		if slices.Contains(s.opts.WithoutServices, c.typ) {
+			continue
+		}
 		var eps []any
 		for j, iface := range []string{"public", "internal"} {
 			eps = append(eps, map[string]any{

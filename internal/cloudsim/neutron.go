@@ -22,6 +22,7 @@ func (s *Sim) routesNetwork(mux *http.ServeMux) {
 	h("GET /subnets/{id}", "subnets.get", subnetRes.show(s))
 	h("POST /subnets", "subnets.create", s.createSubnet)
 	s.routesSubnetTags(h)
+	s.routesSecGroupTags(h)
 	h("GET /ports", "ports.list", portRes.list(s, portsByDevice))
 	h("GET /ports/{id}", "ports.get", portRes.show(s))
 	h("POST /ports", "ports.create", s.createPortAPI)

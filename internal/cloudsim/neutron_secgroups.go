@@ -56,7 +56,7 @@ func (s *Sim) secGroupView(g *secGroup) map[string]any {
 	}
 	return map[string]any{
 		"id": g.ID, "name": g.Name, "description": g.Description, "tenant_id": g.ProjectID, "project_id": g.ProjectID,
-		"security_group_rules": rules, "stateful": true, "shared": false, "tags": []string{},
+		"security_group_rules": rules, "stateful": true, "shared": false, "tags": append([]string{}, g.Tags...),
 		"created_at": neutronTS(g.Created), "updated_at": neutronTS(g.Created), "revision_number": 1,
 	}
 }

@@ -8,6 +8,8 @@ import (
 // Neutron's tag API (standard-attr-tag) on subnets: the floating subnet of
 // a load balancer can be chosen by its tags. Changing tags is an update of
 // the subnet (its owner, or an administrator for a shared network's).
+// Security groups carry tags too: the CCM marks a Service's group with its
+// cluster's UID.
 func (s *Sim) routesSubnetTags(h routeFunc) {
 	h("GET /subnets/{id}/tags", "subnets.tags.list", subnetRes.with(s, "", func(w http.ResponseWriter, _ *http.Request, _ *state, sn *subnet) {
 		writeJSON(w, http.StatusOK, map[string]any{"tags": append([]string{}, sn.Tags...)})
@@ -36,6 +38,27 @@ func (s *Sim) routesSubnetTags(h routeFunc) {
 			return
 		}
 		sn.Tags = slices.Delete(sn.Tags, i, i+1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+}
+
+func (s *Sim) routesSecGroupTags(h routeFunc) {
+	h("GET /security-groups/{id}/tags", "security-groups.tags.list", secGroupRes.with(s, "", func(w http.ResponseWriter, _ *http.Request, _ *state, g *secGroup) {
+		writeJSON(w, http.StatusOK, map[string]any{"tags": append([]string{}, g.Tags...)})
+	}))
+	h("PUT /security-groups/{id}/tags/{tag}", "security-groups.tags.add", secGroupRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, g *secGroup) {
+		if t := r.PathValue("tag"); !slices.Contains(g.Tags, t) {
+			g.Tags = append(g.Tags, t)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	h("DELETE /security-groups/{id}/tags/{tag}", "security-groups.tags.delete", secGroupRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, g *secGroup) {
+		i := slices.Index(g.Tags, r.PathValue("tag"))
+		if i < 0 {
+			neutronError(w, http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", r.PathValue("tag"))
+			return
+		}
+		g.Tags = slices.Delete(g.Tags, i, i+1)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 }

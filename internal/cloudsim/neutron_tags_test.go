@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 )
 
@@ -72,5 +73,34 @@ func TestSubnetTagsAreSetAndFilteredOnAsInNeutron(t *testing.T) {
 	s, err := subnets.Get(ctx, net, id).Extract()
 	if err != nil || !slices.Equal(s.Tags, []string{"v4", "green"}) {
 		t.Errorf("subnet tags %v %v", s.Tags, err)
+	}
+}
+
+func TestSecurityGroupTagsAreAddedShownAndDeleted(t *testing.T) {
+	_, authURL := startSim(t, Options{})
+	net := networkClient(t, authURL)
+	ctx := ctxT(t)
+	g, err := groups.Create(ctx, net, groups.CreateOpts{Name: "lb-sg-x", Description: "a Service's group"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Tags) != 0 {
+		t.Fatalf("a new group has tags %v", g.Tags)
+	}
+	if err := attributestags.Add(ctx, net, "security-groups", g.ID, "kube_cluster_uid=u1").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := attributestags.Add(ctx, net, "security-groups", g.ID, "kube_cluster_uid=u1").ExtractErr(); err != nil {
+		t.Fatalf("adding a tag again: %v", err)
+	}
+	got, err := groups.Get(ctx, net, g.ID).Extract()
+	if err != nil || !slices.Equal(got.Tags, []string{"kube_cluster_uid=u1"}) {
+		t.Fatalf("tags %v, %v; want the one tag once", got.Tags, err)
+	}
+	if err := attributestags.Delete(ctx, net, "security-groups", g.ID, "kube_cluster_uid=u1").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := attributestags.Delete(ctx, net, "security-groups", g.ID, "kube_cluster_uid=u1").ExtractErr(); err == nil {
+		t.Error("deleting a tag that is not there succeeded (Neutron answers 404)")
 	}
 }

@@ -58,6 +58,10 @@ type Options struct {
 	Registry prometheus.Registerer
 	// RandSeed makes fault error rates reproducible; 0 means random.
 	RandSeed uint64
+	// WithoutServices are catalog service types left out of the catalog
+	// (e.g. ServiceLoadBalancer: a cloud without Octavia); their APIs
+	// still answer at their paths for whoever knows them.
+	WithoutServices []string
 }
 
 // Sim is a running simulated cloud. All methods are safe for concurrent use.

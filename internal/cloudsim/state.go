@@ -169,6 +169,7 @@ type router struct {
 
 type secGroup struct {
 	ID, Name, Description, ProjectID string
+	Tags                             []string
 	Created                          time.Time
 }
 

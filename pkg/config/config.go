@@ -162,6 +162,12 @@ type LoadBalancer struct {
 // Route is the [Route] section (Neutron router routes for pod CIDRs).
 type Route struct {
 	RouterID string // router-id
+	// AdoptUpstream: a route the upstream openstack-cloud-controller-manager
+	// made for a Node (its pod CIDR via its address) joins this cluster's
+	// route ledger (pkg/provider/routeadopt.go). Stackward's own key,
+	// default true; its own rather than the load balancers' so that either
+	// can be refused alone.
+	AdoptUpstream bool // adopt-upstream-routes
 }
 
 // Defaults returns a Config holding the upstream defaults.
@@ -182,6 +188,7 @@ func Defaults() *Config {
 			IngressHostnameSuffix: "nip.io",
 			ContainerStore:        "barbican",
 		},
+		Route: Route{AdoptUpstream: true},
 	}
 }
 

@@ -378,7 +378,8 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"container-store":               str(&lb.ContainerStore),
 		},
 		"route": {
-			"router-id": str(&c.Route.RouterID),
+			"router-id":             str(&c.Route.RouterID),
+			"adopt-upstream-routes": boolean(&c.Route.AdoptUpstream),
 		},
 	}
 	for _, keys := range sections {

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -57,6 +58,10 @@ type options struct {
 	subnetID          string
 	networkID         string
 	memberSubnetID    string
+	// memberSubnet is memberSubnetID's CIDR, once resolved; members take
+	// their address of the type memberAddressType from it (memberaddr.go).
+	memberSubnet      netip.Prefix
+	memberAddressType corev1.NodeAddressType
 	keepFloatingIP    bool
 	proxyProtocol     string // "", "PROXY" or "PROXYV2"
 	method            string
@@ -105,6 +110,7 @@ func parseOptionsFor(svc *corev1.Service, cfg config.LoadBalancer, provider stri
 		subnetID:          p.str(AnnotationSubnetID, cfg.SubnetID),
 		networkID:         p.str(AnnotationNetworkID, cfg.NetworkID),
 		memberSubnetID:    p.str(AnnotationMemberSubnetID, cfg.MemberSubnetID),
+		memberAddressType: p.memberAddressType(),
 		keepFloatingIP:    p.boolean(AnnotationKeepFloatingIP, false),
 		method:            strings.ToUpper(p.str(AnnotationLBMethod, cfg.LBMethod)),
 		flavorID:          p.str(AnnotationFlavorID, cfg.FlavorID),

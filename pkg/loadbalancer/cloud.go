@@ -59,6 +59,8 @@ type Neutron interface {
 	ExternalNetworks(ctx context.Context) ([]string, error)
 	// SubnetOfAddress returns the subnet of the port holding a fixed IP.
 	SubnetOfAddress(ctx context.Context, ip string) (string, error)
+	// SubnetCIDR returns a subnet's CIDR.
+	SubnetCIDR(ctx context.Context, subnetID string) (string, error)
 	// Subnets lists a network's subnets that pass the tag filter.
 	Subnets(ctx context.Context, networkID string, filter TagFilter) ([]Subnet, error)
 }

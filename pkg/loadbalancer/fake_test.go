@@ -337,6 +337,7 @@ type fakeNeutron struct {
 	fips     map[string]*FloatingIP
 	external []string
 	subnets  map[string]string // fixed IP -> subnet
+	cidrs    map[string]string // subnet -> CIDR (memberaddr_test.go)
 	nextID   int
 	// floating subnets (networks_test.go); a full one is tested against
 	// the simulator (networks_full_sim_test.go)

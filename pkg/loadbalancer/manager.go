@@ -171,6 +171,9 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
 		return nil, err
 	}
+	if err := m.resolveMemberSubnet(ctx, o); err != nil {
+		return nil, err
+	}
 	spec := buildSpec(id, svc, o, nodes)
 	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "loadBalancer", spec.Name)
 
@@ -248,6 +251,9 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 		return err
 	}
 	if err := m.resolve(ctx, o, lb, nodes); err != nil {
+		return err
+	}
+	if err := m.resolveMemberSubnet(ctx, o); err != nil {
 		return err
 	}
 	spec := buildSpec(id, svc, o, nodes)

@@ -29,6 +29,8 @@ type SecurityGroups interface {
 	// included.
 	FindGroups(ctx context.Context, name string) ([]SecurityGroup, error)
 	CreateGroup(ctx context.Context, name, description string) (*SecurityGroup, error)
+	// AddGroupTag puts one tag on a group.
+	AddGroupTag(ctx context.Context, id, tag string) error
 	// DeleteGroup deletes a group; a group still on a port is a conflict.
 	DeleteGroup(ctx context.Context, id string) error
 	CreateRule(ctx context.Context, groupID string, r Rule) error
@@ -134,13 +136,13 @@ func (m *Manager) syncSecurityGroup(ctx context.Context, clusterName string, svc
 	}
 	name := SecurityGroupName(svc)
 	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "securityGroup", name)
-	group, err := m.findGroup(ctx, name)
+	group, err := m.ownGroup(ctx, name, true)
 	if err != nil {
 		return err
 	}
 	if group == nil {
-		if group, err = sgs.CreateGroup(ctx, name, securityGroupDescription(clusterName, svc)); err != nil {
-			return fmt.Errorf("create security group %q: %w", name, err)
+		if group, err = m.createGroup(ctx, name, securityGroupDescription(clusterName, svc)); err != nil {
+			return err
 		}
 		logger.Info("Created security group", "id", group.ID)
 	}
@@ -280,7 +282,7 @@ func (m *Manager) deleteSecurityGroup(ctx context.Context, svc *corev1.Service) 
 		return nil
 	}
 	name := SecurityGroupName(svc)
-	group, err := m.findGroup(ctx, name)
+	group, err := m.ownGroup(ctx, name, false)
 	if err != nil || group == nil {
 		return err
 	}

@@ -61,6 +61,7 @@ func (f *fakeSecGroups) FindGroups(_ context.Context, name string) ([]SecurityGr
 		if g.Name == name {
 			cp := *g
 			cp.Rules = slices.Clone(g.Rules)
+			cp.Tags = slices.Clone(g.Tags)
 			out = append(out, cp)
 		}
 	}
@@ -78,6 +79,20 @@ func (f *fakeSecGroups) CreateGroup(_ context.Context, name, description string)
 	f.groups[g.ID] = g
 	cp := *g
 	return &cp, nil
+}
+
+func (f *fakeSecGroups) AddGroupTag(_ context.Context, id, tag string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "add_security_group_tag")
+	g, ok := f.groups[id]
+	if !ok {
+		return fmt.Errorf("security group %s: %w", id, openstack.ErrNotFound)
+	}
+	if !slices.Contains(g.Tags, tag) {
+		g.Tags = append(g.Tags, tag)
+	}
+	return nil
 }
 
 func (f *fakeSecGroups) DeleteGroup(_ context.Context, id string) error {

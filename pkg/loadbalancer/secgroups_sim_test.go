@@ -87,6 +87,9 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 		t.Fatalf("the Service's group: %v %v", found, err)
 	}
 	ours := found[0]
+	if !slices.Equal(ours.Tags, []string{"kube_cluster_uid=uid-1"}) {
+		t.Errorf("the Service's group has tags %v, want this cluster's UID tag", ours.Tags)
+	}
 	cidr, err := sgs.SubnetCIDR(ctx, env.subnetID)
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +169,44 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 		}
 		if after := rawGroup(op.ID); after != opBefore {
 			t.Errorf("operator group changed:\n%s\n%s", opBefore, after)
+		}
+	})
+
+	t.Run("a group the upstream CCM made for a Service is tagged as this cluster's on the first sync and deleted with the Service", func(t *testing.T) {
+		svc2 := svc.DeepCopy()
+		svc2.Name, svc2.UID = "api", "7e6d5c4b-2222-4333-8444-955566667777"
+		name := "lb-sg-7e6d5c4b-2222-4333-8444-955566667777-shop-api"
+		up, err := groups.Create(ctx, nc, groups.CreateOpts{Name: name, Description: "Security Group for shop/api Service LoadBalancer in cluster lab"}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ensure(t, env.m, svc2, simNodes("10.0.0.11"))
+		got, err := groups.Get(ctx, nc, up.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Tags, []string{"kube_cluster_uid=uid-1"}) {
+			t.Errorf("upstream's group has tags %v, want this cluster's", got.Tags)
+		}
+		if found, _ := sgs.FindGroups(ctx, name); len(found) != 1 {
+			t.Errorf("%d groups of the name, want upstream's only", len(found))
+		}
+		if !slices.Contains(portOf("10.0.0.11").SecurityGroups, up.ID) {
+			t.Error("upstream's group is not on the member's port")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := env.m.Delete(ctx, "lab", svc2)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("delete: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if left, err := sgs.FindGroups(ctx, name); err != nil || len(left) != 0 {
+			t.Errorf("upstream's group left after the delete: %v %v", left, err)
 		}
 	})
 }

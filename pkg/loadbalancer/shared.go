@@ -140,6 +140,9 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 	if err != nil {
 		return nil, err
 	}
+	if err := m.resolveMemberSubnet(ctx, o); err != nil {
+		return nil, err
+	}
 	spec := buildSpec(id, svc, o, nodes)
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
 	if err != nil {

@@ -105,13 +105,13 @@ func monitorType(p corev1.Protocol) string {
 func members(o *options, nodes []*corev1.Node, nodePort int) []Member {
 	var out []Member
 	for _, n := range nodes {
-		if addr := internalIP(n, o.ipv6); addr != "" {
+		if addr := memberAddress(o, n, o.ipv6); addr != "" {
 			out = append(out, Member{Name: n.Name, Address: addr, Port: nodePort, SubnetID: o.memberSubnetID})
 		}
 		if !o.dualStack {
 			continue
 		}
-		if addr := internalIP(n, !o.ipv6); addr != "" {
+		if addr := memberAddress(&options{memberAddressType: o.memberAddressType}, n, !o.ipv6); addr != "" {
 			out = append(out, Member{Name: n.Name, Address: addr, Port: nodePort})
 		}
 	}

@@ -70,6 +70,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 type Caller struct {
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	upstream *upstreamCallMetrics // compatmetrics.go
 	policy   RetryPolicy
 	// sleep waits for d or until ctx ends; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -98,7 +99,11 @@ func NewCaller(reg prometheus.Registerer, policy RetryPolicy) (*Caller, error) {
 			return nil, err
 		}
 	}
-	return &Caller{duration: duration, errors: errs, policy: policy.withDefaults(), sleep: sleepCtx, now: time.Now}, nil
+	upstream, err := newUpstreamCallMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Caller{duration: duration, errors: errs, upstream: upstream, policy: policy.withDefaults(), sleep: sleepCtx, now: time.Now}, nil
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
@@ -139,7 +144,11 @@ func (c *Caller) Do(ctx context.Context, service, operation string, fn func(ctx 
 	for attempt := 1; ; attempt++ {
 		t0 := c.now()
 		err := fn(ctx)
-		c.duration.WithLabelValues(service, operation).Observe(c.now().Sub(t0).Seconds())
+		took := c.now().Sub(t0).Seconds()
+		c.duration.WithLabelValues(service, operation).Observe(took)
+		if c.upstream != nil {
+			c.upstream.observe(service, operation, took, err != nil)
+		}
 		if err == nil {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -17,6 +18,7 @@ import (
 // SecurityGroup is a Neutron security group with its rules.
 type SecurityGroup struct {
 	ID, Name, Description string
+	Tags                  []string
 	Rules                 []Rule
 }
 
@@ -38,7 +40,7 @@ func (r Rule) Key() string {
 }
 
 func toSecurityGroup(sg groups.SecGroup) SecurityGroup {
-	out := SecurityGroup{ID: sg.ID, Name: sg.Name, Description: sg.Description}
+	out := SecurityGroup{ID: sg.ID, Name: sg.Name, Description: sg.Description, Tags: sg.Tags}
 	for _, r := range sg.Rules {
 		out.Rules = append(out.Rules, Rule{ID: r.ID, Direction: r.Direction, Ethertype: r.EtherType, Protocol: r.Protocol,
 			PortMin: r.PortRangeMin, PortMax: r.PortRangeMax, RemoteIPPrefix: r.RemoteIPPrefix})
@@ -78,6 +80,13 @@ func (n *Neutron) CreateGroup(ctx context.Context, name, description string) (*S
 	}
 	out := toSecurityGroup(*sg)
 	return &out, nil
+}
+
+// AddGroupTag puts one tag on a security group (Neutron's standard-attr-tag).
+func (n *Neutron) AddGroupTag(ctx context.Context, id, tag string) error {
+	return n.do(ctx, "add_security_group_tag", func(ctx context.Context) error {
+		return attributestags.Add(ctx, n.client, "security-groups", id, tag).ExtractErr()
+	})
 }
 
 // DeleteGroup deletes a group; one that is gone already is what we wanted,

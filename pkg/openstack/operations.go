@@ -44,9 +44,10 @@ var retrySafe = map[string]map[string]bool{
 		"add_extraroutes":    true, // adding a route that is there changes nothing
 		"remove_extraroutes": true,
 
-		"list_security_groups":  true,
-		"create_security_group": false,
-		"delete_security_group": true,
+		"list_security_groups":   true,
+		"create_security_group":  false,
+		"delete_security_group":  true,
+		"add_security_group_tag": true, // a PUT of one tag: a repeat finds it there
 		// A rule is unique by its fields: a repeat that finds the rule
 		// made is answered 409, which the adapter takes as done.
 		"create_security_group_rule": true,

@@ -23,34 +23,76 @@ const (
 // provider for one Service (ensure, update, delete) and count its
 // outcomes. The Service's name is in the logs and Events, not in a label:
 // Services come and go and would grow the series without bound.
+//
+// The upstream openstack-cloud-controller-manager's
+// cloudprovider_openstack_reconcile_{duration_seconds,total,errors_total}
+// {operation="loadbalancer_ensure|update|delete"} are recorded too, so that
+// its dashboards keep working after the switch. A requeue (Octavia busy)
+// is a reconcile but not an error there; upstream waits for Octavia inside
+// one reconcile instead, so its durations are longer and its totals lower.
 type lbMetrics struct {
 	duration *prometheus.HistogramVec
+	// upstream's series
+	upDuration        *prometheus.HistogramVec
+	upTotal, upErrors *prometheus.CounterVec
 }
 
 func newLBMetrics(reg prometheus.Registerer) (*lbMetrics, error) {
-	d := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "stackward_service_lb_reconcile_duration_seconds",
-		Help: "Time of one load balancer reconcile of a Service (operation ensure, update or delete), cloud calls and waits included, " +
-			"by outcome: success, requeued (Octavia busy, synced again later) or error. Its _count is the number of reconciles.",
-		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
-	}, []string{"operation", "outcome"})
+	m := &lbMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "stackward_service_lb_reconcile_duration_seconds",
+			Help: "Time of one load balancer reconcile of a Service (operation ensure, update or delete), cloud calls and waits included, " +
+				"by outcome: success, requeued (Octavia busy, synced again later) or error. Its _count is the number of reconciles.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"operation", "outcome"}),
+		upDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cloudprovider_openstack_reconcile_duration_seconds",
+			Help: "Time of one load balancer reconcile of a Service, as the upstream openstack-cloud-controller-manager names it (operation loadbalancer_ensure, _update, _delete).",
+			// upstream's buckets
+			Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0, 50.0, 75.0, 100.0, 1000.0},
+		}, []string{"operation"}),
+		upTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cloudprovider_openstack_reconcile_total",
+			Help: "Load balancer reconciles of Services, as the upstream openstack-cloud-controller-manager names them.",
+		}, []string{"operation"}),
+		upErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cloudprovider_openstack_reconcile_errors_total",
+			Help: "Load balancer reconciles of Services that failed (a requeue while Octavia is busy is not a failure), as the upstream openstack-cloud-controller-manager names them.",
+		}, []string{"operation"}),
+	}
 	if reg == nil {
-		return &lbMetrics{duration: d}, nil
+		return m, nil
 	}
-	if err := reg.Register(d); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("register load balancer metrics: %w", err)
-		}
-		existing, ok := are.ExistingCollector.(*prometheus.HistogramVec)
-		if !ok {
-			return nil, fmt.Errorf("register load balancer metrics: %w", err)
-		}
-		// The CCM run again in one process (tests): keep counting on the
-		// collector the registry serves.
-		d = existing
+	var err error
+	if m.duration, err = registerOrReuse(reg, m.duration); err != nil {
+		return nil, err
 	}
-	return &lbMetrics{duration: d}, nil
+	if m.upDuration, err = registerOrReuse(reg, m.upDuration); err != nil {
+		return nil, err
+	}
+	if m.upTotal, err = registerOrReuse(reg, m.upTotal); err != nil {
+		return nil, err
+	}
+	if m.upErrors, err = registerOrReuse(reg, m.upErrors); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// registerOrReuse registers c, or, when the CCM runs again in one process
+// (tests), returns the collector the registry already serves.
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("register load balancer metrics: %w", err)
 }
 
 // observe records one reconcile that started at start and ended with err.
@@ -63,5 +105,12 @@ func (m *lbMetrics) observe(operation string, start time.Time, err error) {
 	case err != nil:
 		outcome = lbOutcomeError
 	}
-	m.duration.WithLabelValues(operation, outcome).Observe(time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	m.duration.WithLabelValues(operation, outcome).Observe(took)
+	up := "loadbalancer_" + operation
+	m.upDuration.WithLabelValues(up).Observe(took)
+	m.upTotal.WithLabelValues(up).Inc()
+	if outcome == lbOutcomeError {
+		m.upErrors.WithLabelValues(up).Inc()
+	}
 }

@@ -120,3 +120,36 @@ func TestEveryLoadBalancerCallIsMeasured(t *testing.T) {
 		}
 	}
 }
+
+func TestUpstreamReconcileMetricsAreExported(t *testing.T) {
+	tests := []struct {
+		name, operation string
+		err             error
+		wantErrors      float64
+	}{
+		{"an ensured load balancer is upstream's loadbalancer_ensure, no error", "ensure", nil, 0},
+		{"Octavia still busy is a reconcile but not an error", "update", api.NewRetryError("PENDING_UPDATE", time.Second), 0},
+		{"a cloud failure is an error of loadbalancer_delete", "delete", errors.New("octavia said 500"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			m, err := newLBMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.observe(tt.operation, time.Now().Add(-2*time.Second), tt.err)
+			op := "loadbalancer_" + tt.operation
+			want := `cloudprovider_openstack_reconcile_duration_seconds_count{operation="` + op + `"} 1`
+			if got := gathered(t, reg); !strings.Contains(got, want) {
+				t.Errorf("metrics do not have %s:\n%s", want, got)
+			}
+			if got := testutil.ToFloat64(m.upTotal.WithLabelValues(op)); got != 1 {
+				t.Errorf("cloudprovider_openstack_reconcile_total{operation=%q} = %v, want 1", op, got)
+			}
+			if got := testutil.ToFloat64(m.upErrors.WithLabelValues(op)); got != tt.wantErrors {
+				t.Errorf("cloudprovider_openstack_reconcile_errors_total{operation=%q} = %v, want %v", op, got, tt.wantErrors)
+			}
+		})
+	}
+}

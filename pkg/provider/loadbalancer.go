@@ -30,6 +30,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, 
 type WithServices struct {
 	*Cloud
 	lb     *loadBalancers
+	noLB   *noLoadBalancers // lb could not be built (nolb.go)
 	routes *routes.Routes
 	kube   *kubeAccess
 	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
@@ -37,6 +38,10 @@ type WithServices struct {
 	// nodeMasks are the node CIDR mask flags, settled against
 	// --cluster-cidr when the route controller starts.
 	nodeMasks NodeCIDRMaskSizes
+	// adoptRoutes is [Route] adopt-upstream-routes; routeMemo outlives
+	// each Routes() so that a verdict is said once (routeadopt.go).
+	adoptRoutes bool
+	routeMemo   adoptMemo
 }
 
 var _ cloudprovider.Interface = (*WithServices)(nil)
@@ -65,7 +70,8 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	if err != nil {
 		return nil, fmt.Errorf("new openstack provider: %w", err)
 	}
-	w := &WithServices{Cloud: base, kube: &kubeAccess{}, podCIDRs: policy, nodeMasks: opts.NodeCIDRMasks}
+	w := &WithServices{Cloud: base, kube: &kubeAccess{}, podCIDRs: policy, nodeMasks: opts.NodeCIDRMasks,
+		adoptRoutes: cfg.Route.AdoptUpstream}
 	if clients.Provider == nil {
 		return w, nil // fake clients: nodes only
 	}
@@ -73,7 +79,9 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	if cfg.LoadBalancer.Enabled {
 		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts)
 		if err != nil {
+			// Nodes and routes go on; each Service is told (nolb.go).
 			logger.Error(err, "Services of type LoadBalancer are not served")
+			w.noLB = &noLoadBalancers{why: err}
 		}
 	}
 	if cfg.Route.RouterID != "" {
@@ -100,10 +108,13 @@ func (w *WithServices) Initialize(clientBuilder cloudprovider.ControllerClientBu
 
 // LoadBalancer is the Octavia orchestration, when Octavia is there.
 func (w *WithServices) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	if w.lb == nil {
-		return nil, false
+	switch {
+	case w.lb != nil:
+		return w.lb, true
+	case w.noLB != nil:
+		return w.noLB, true
 	}
-	return w.lb, true
+	return nil, false
 }
 
 // Routes are the Neutron router's routes, when [Route] router-id is set.
@@ -111,7 +122,8 @@ func (w *WithServices) Routes() (cloudprovider.Routes, bool) {
 	if w.routes == nil {
 		return nil, false
 	}
-	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes, cidrs: w.podCIDRs, events: w.instances.eventRecorder}, true
+	return &nodeRoutes{r: w.routes, nodes: w.kube.nodes, cidrs: w.podCIDRs, events: w.instances.eventRecorder,
+		adoptUpstream: w.adoptRoutes, memo: &w.routeMemo}, true
 }
 
 // kubeAccess is what the load balancers and routes ask the apiserver.

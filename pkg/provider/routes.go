@@ -46,18 +46,32 @@ type nodeRoutes struct {
 	cidrs podCIDRPolicy
 	// events returns the recorder for refusals (nil: none yet).
 	events func() record.EventRecorder
+	// adoptUpstream is [Route] adopt-upstream-routes (routeadopt.go).
+	adoptUpstream bool
+	memo          *adoptMemo
 }
 
 var _ cloudprovider.Routes = (*nodeRoutes)(nil)
 
 func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	owned, err := n.r.List(ctx)
+	owned, others, err := n.r.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	nodes, err := n.nodes(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if n.adoptUpstream && len(others) > 0 {
+		adopted, err := n.adopt(ctx, nodes, owned, others)
+		if err != nil {
+			return nil, err
+		}
+		if adopted {
+			if owned, err = n.r.List(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for i := range nodes {
@@ -115,6 +129,13 @@ func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route 
 	serverID, err := n.serverOf(ctx, string(route.TargetNode))
 	if err != nil {
 		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
+	}
+	if !n.adoptUpstream {
+		for _, hop := range hops {
+			if err := n.refuseUnrecorded(ctx, nodes, string(route.TargetNode), routes.Route{Destination: route.DestinationCIDR, NextHop: hop}); err != nil {
+				return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
+			}
+		}
 	}
 	// The next hop is the first of the node's addresses that a port of its
 	// server really holds (routes.Add checks): a node listing another's IP

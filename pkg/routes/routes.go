@@ -141,19 +141,35 @@ type Owned struct {
 // List returns this cluster's routes: those of the ledger, each with
 // whether the router has it. Other routes on the router are not reported.
 func (r *Routes) List(ctx context.Context) ([]Owned, error) {
+	owned, _, err := r.Snapshot(ctx)
+	return owned, err
+}
+
+// Snapshot is List plus the router's routes that the ledger does not name
+// (another cluster's, the operator's, or the upstream CCM's waiting to be
+// adopted), from one read of the router.
+func (r *Routes) Snapshot(ctx context.Context) ([]Owned, []Route, error) {
 	routes, _, err := r.net.RouterRoutes(ctx, r.routerID)
 	if err != nil {
-		return nil, fmt.Errorf("routes of router %s: %w", r.routerID, err)
+		return nil, nil, fmt.Errorf("routes of router %s: %w", r.routerID, err)
 	}
 	recs, err := r.ledger.List(ctx, r.routerID)
 	if err != nil {
-		return nil, fmt.Errorf("ledger of routes of router %s: %w", r.routerID, err)
+		return nil, nil, fmt.Errorf("ledger of routes of router %s: %w", r.routerID, err)
 	}
 	out := make([]Owned, 0, len(recs))
+	recorded := make(map[Route]bool, len(recs))
 	for _, rec := range recs {
 		out = append(out, Owned{Record: rec, OnRouter: slices.Contains(routes, rec.Route)})
+		recorded[rec.Route] = true
 	}
-	return out, nil
+	var others []Route
+	for _, rt := range routes {
+		if !recorded[rt] {
+			others = append(others, rt)
+		}
+	}
+	return out, others, nil
 }
 
 // Add routes the destination to the server's port holding the next hop:

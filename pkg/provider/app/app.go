@@ -187,6 +187,10 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	if err != nil {
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
+	if clients.Provider != nil { // fakes have none
+		w := &credentialWatch{path: path, clients: clients, current: cfg.Global}
+		go w.run(ctx, credentialsPollPeriod)
+	}
 	if err := reg.Register(version.BuildInfo("stackward-ccm")); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		return nil, fmt.Errorf("register stackward_build_info: %w", err)
 	}
