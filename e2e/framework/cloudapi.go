@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
@@ -14,7 +15,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
@@ -231,4 +234,39 @@ func (a *CloudAPI) AddressPairs(ctx context.Context, t testing.TB, ip string) []
 		}
 	}
 	return out
+}
+
+// WaitState polls the cloud until cond holds (a read error is retried
+// until the timeout) and returns the state it held in.
+func (a *CloudAPI) WaitState(ctx context.Context, t testing.TB, timeout time.Duration, what string, cond func(st *OctaviaState) bool) *OctaviaState {
+	t.Helper()
+	var last *OctaviaState
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		st, err := a.State(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last = st
+		return cond(st), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last read error %v); last state %+v", what, err, lastErr, last)
+	}
+	return last
+}
+
+// NetworkID is the ID of the network named name.
+func (a *CloudAPI) NetworkID(ctx context.Context, t testing.TB, name string) string {
+	t.Helper()
+	pages, err := networks.List(a.Neutron, networks.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := networks.ExtractNetworks(pages)
+	if err != nil || len(ns) != 1 {
+		t.Fatalf("network %s: %v %v", name, ns, err)
+	}
+	return ns[0].ID
 }

@@ -39,23 +39,10 @@ func events(ctx context.Context, cp *framework.ControlPlane, ns, name string) st
 	return cp.EventsOf(ctx, ns, name)
 }
 
-// waitTree polls the simulator until cond holds for the load balancer
-// named name (nil when there is none).
+// waitTree polls the cloud until cond holds.
 func waitTree(ctx context.Context, t *testing.T, api *cloudAPI, timeout time.Duration, what string, cond func(st *octaviaState) bool) *octaviaState {
 	t.Helper()
-	var last *octaviaState
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		st, err := api.state(ctx)
-		if err != nil {
-			return false, nil
-		}
-		last = st
-		return cond(st), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v; last state %+v", what, err, last)
-	}
-	return last
+	return api.WaitState(ctx, t, timeout, what, cond)
 }
 
 func members(ips []string, port int32) []string {

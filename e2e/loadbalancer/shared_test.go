@@ -13,7 +13,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
@@ -230,13 +229,5 @@ func labSubnet(ctx context.Context, t *testing.T, a *cloudAPI) string {
 
 func publicNetwork(ctx context.Context, t *testing.T, a *cloudAPI) string {
 	t.Helper()
-	pages, err := networks.List(a.neutron, networks.ListOpts{Name: framework.FloatingNetwork}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := networks.ExtractNetworks(pages)
-	if err != nil || len(ns) != 1 {
-		t.Fatalf("network %s: %v %v", framework.FloatingNetwork, ns, err)
-	}
-	return ns[0].ID
+	return a.NetworkID(ctx, t, framework.FloatingNetwork)
 }

@@ -56,22 +56,14 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provid
 	var nodeIPs []string
 	for i := range 2 {
 		idx := b.firstNode + 20 + i
-		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
-		cloud.CreateServer(t, name, idx, "m1.small", "az-1")
-		deleteNodeAtEnd(t, cp, name)
-		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
+		joinNode(t, cp, cloud, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i), idx)
 		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
 	}
 	// No floating IP: the VIP itself is the ingress.
 	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = "+provider+"\n"+extra)
 	cp.StartCCM(ctx, t, conf)
 	for i := range 2 {
-		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
-		if _, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
-			return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint)
-		}); err != nil {
-			t.Fatalf("node %s not initialized: %v", name, err)
-		}
+		waitInitialized(ctx, t, cp, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i))
 	}
 	octavia := octaviaClient(ctx, t, conf)
 
