@@ -77,9 +77,19 @@ ip = sys.argv[1]
 os.system("ip link set lo up && ip addr add %s/32 dev lo" % ip)
 s = socket.socket()
 s.bind((ip, 5672))
+s.set_inheritable(True)  # held through the exec below
 print("netns", os.readlink("/proc/self/ns/net"), flush=True)
 os.execvp("bash", ["bash"] + sys.argv[2:])
 `
+		// Whatever happens, what the harness started there stops with the
+		// test (before the state directory with its pid files goes).
+		t.Cleanup(func() {
+			down := exec.Command("bash", script, "down", dir)
+			down.Env = framework.RealCloudEnv(badInputIP)
+			if out, err := down.CombinedOutput(); err != nil {
+				t.Errorf("%s down %s: %v\n%s", script, dir, err, out)
+			}
+		})
 		cmd := exec.Command("unshare", "--net", "--", "python3", "-c", holder, badInputIP, script, "up", dir)
 		cmd.Env = framework.RealCloudEnv(badInputIP)
 		out, err := cmd.CombinedOutput()
