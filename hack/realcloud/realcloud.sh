@@ -85,6 +85,20 @@ fail() {
         tail -n 20 "$f"
       fi
     done
+    # A service that died earlier makes a later step fail (a dead MariaDB
+    # shows as Keystone not answering the seed): name it too.
+    local p dead
+    for p in "$S"/pids/*; do
+      [[ -e $p ]] || continue
+      dead=$(basename "$p")
+      if [[ $dead != "$name" ]] && ! kill -0 "$(cat "$p")" 2>/dev/null; then
+        echo "real cloud: $dead: exited before this failure"
+        if [[ -f $S/log/$dead.log ]]; then
+          echo "---- last lines of $S/log/$dead.log ----"
+          tail -n 20 "$S/log/$dead.log"
+        fi
+      fi
+    done
   } >&2
   down
   exit 1
