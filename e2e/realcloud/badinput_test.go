@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -95,6 +96,11 @@ os.execvp("bash", ["bash"] + sys.argv[2:])
 		out, err := cmd.CombinedOutput()
 		t.Logf("harness output:\n%s", out)
 		assertFailed(t, string(out), err, "real cloud: rabbitmq: exited before listening on "+badInputIP+":5672")
+		// One error: the migrations running beside it fail once everything
+		// is stopped, and say nothing.
+		if errs := regexp.MustCompile(`(?m)^real cloud: [^0-9].*$`).FindAllString(string(out), -1); len(errs) != 1 {
+			t.Errorf("want one error, got %d: %q", len(errs), errs)
+		}
 		if log := filepath.Join(dir, "log", "rabbitmq.log"); !strings.Contains(string(out), "---- last lines of "+log+" ----") {
 			t.Errorf("the error does not show the tail of %s", log)
 		}

@@ -71,8 +71,14 @@ sys() {
 alive() { kill -0 "$(cat "$S/pids/$1")" 2>/dev/null; }
 
 # fail NAME MSG: print the service's log tail, stop everything, exit 1.
+# Only the first failure speaks: the background migrations fail too once
+# everything is stopped, and would bury the cause under their own error.
 fail() {
   local name=$1 msg=$2
+  if ! mkdir "$S/failed" 2>/dev/null; then
+    down
+    exit 1
+  fi
   {
     echo "real cloud: $name: $msg"
     if [[ -f $S/log/$name.log ]]; then
@@ -446,6 +452,7 @@ start_services() {
 }
 
 up() {
+  rm -rf "$S/failed"
   check_namespace
   check_packages
   [[ -f $S/pids/mariadb ]] && alive mariadb && die "a real cloud already runs from $S (stop it with: $0 down $S)"
