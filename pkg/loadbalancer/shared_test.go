@@ -77,8 +77,8 @@ func TestASharedLoadBalancerIsDeletedWithTheLastServiceOnly(t *testing.T) {
 	api := sharing("api", 8080, 30880, l.lb.ID)
 	oct.resetCalls()
 	stAPI := ensureAll(t, m, oct, api, ns)
-	if got := oct.writes(); !slices.Equal(got, []string{"update_loadbalancer", "create_listener"}) {
-		t.Errorf("joining wrote %v, want the tag and one listener", got)
+	if got := oct.writes(); !slices.Equal(got, []string{"update_loadbalancer", "create_listener", "create_pool", "batch_update_members"}) {
+		t.Errorf("joining wrote %v, want the tag, then the listener, its pool and members one call each", got)
 	}
 	if len(oct.lbs) != 1 || stAPI.Ingress[0].IP != stWeb.Ingress[0].IP {
 		t.Fatalf("load balancers %d, ingress %v vs %v: want one, shared", len(oct.lbs), stAPI.Ingress, stWeb.Ingress)
