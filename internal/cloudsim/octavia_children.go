@@ -388,8 +388,9 @@ func (s *Sim) createPool() http.HandlerFunc {
 // nestedChildren is real Octavia's (11, Zed) answer to a listener create
 // with a nested default_pool, or a pool create with nested members or a
 // health monitor: only a load balancer create takes a graph, and these
-// single-object creates hand the nested dicts to the database model. Seen
-// against the real service in e2e/realcloud.
+// single-object creates hand the nested dicts to the database model. The
+// listener's answer was seen against the real service (e2e/realcloud); the
+// pool's is read from the same code path in Octavia 11's API.
 func nestedChildren() error {
 	return octFail(http.StatusInternalServerError, "'dict' object has no attribute '_sa_instance_state'")
 }
