@@ -123,14 +123,20 @@ func NewRealCloud() (*RealCloud, func(), error) {
 // what it started if this process dies before stopping it.
 func realCloudScript(script, cmd, dir string) (string, error) {
 	c := exec.Command("bash", script, cmd, dir)
-	c.Env = []string{
+	c.Env = RealCloudEnv(RealCloudIP)
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// RealCloudEnv is the whole environment the harness runs with, its
+// listeners on ip.
+func RealCloudEnv(ip string) []string {
+	return []string{
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + os.Getenv("HOME"),
 		labEnv + "=1",
-		"REALCLOUD_IP=" + RealCloudIP,
+		"REALCLOUD_IP=" + ip,
 		"REALCLOUD_REGION=" + LabRegion,
 		fmt.Sprintf("REALCLOUD_OWNER_PID=%d", os.Getpid()),
 	}
-	out, err := c.CombinedOutput()
-	return string(out), err
 }

@@ -22,73 +22,27 @@ import (
 
 func createNamespace(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name string) {
 	t.Helper()
-	_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	cp.CreateNamespace(ctx, t, name)
 }
 
 func lbService(ns, name string, ports ...corev1.ServicePort) *corev1.Service {
-	if len(ports) == 0 {
-		ports = []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}
-	}
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": name},
-			Ports:    ports,
-		},
-	}
+	return framework.LBService(ns, name, ports...)
 }
 
 // waitIngress waits for the Service's status to have an ingress IP.
 func waitIngress(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ns, name string, timeout time.Duration) *corev1.Service {
 	t.Helper()
-	var svc *corev1.Service
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		s, err := cp.Admin.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		svc = s
-		return len(s.Status.LoadBalancer.Ingress) > 0 && s.Status.LoadBalancer.Ingress[0].IP != "", nil
-	})
-	if err != nil {
-		t.Fatalf("service %s/%s got no ingress: %v; events: %s", ns, name, err, events(ctx, cp, ns, name))
-	}
-	return svc
+	return cp.WaitIngress(ctx, t, ns, name, timeout)
 }
 
 func events(ctx context.Context, cp *framework.ControlPlane, ns, name string) string {
-	list, err := cp.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Reason+": "+e.Message)
-	}
-	return strings.Join(out, "; ")
+	return cp.EventsOf(ctx, ns, name)
 }
 
-// waitTree polls the simulator until cond holds for the load balancer
-// named name (nil when there is none).
+// waitTree polls the cloud until cond holds.
 func waitTree(ctx context.Context, t *testing.T, api *cloudAPI, timeout time.Duration, what string, cond func(st *octaviaState) bool) *octaviaState {
 	t.Helper()
-	var last *octaviaState
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		st, err := api.state(ctx)
-		if err != nil {
-			return false, nil
-		}
-		last = st
-		return cond(st), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v; last state %+v", what, err, last)
-	}
-	return last
+	return api.WaitState(ctx, t, timeout, what, cond)
 }
 
 func members(ips []string, port int32) []string {

@@ -9,16 +9,10 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -27,8 +21,6 @@ import (
 
 	"github.com/stackward/stackward/e2e/framework"
 	"github.com/stackward/stackward/internal/cloudsim"
-	"github.com/stackward/stackward/pkg/config"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -106,180 +98,43 @@ func (l *lab) removeNode(ctx context.Context, t *testing.T, name string) {
 	delete(l.ips, name)
 }
 
-// cloudAPI reads the simulator's state through the OpenStack APIs.
+// cloudAPI reads the simulator's state through the OpenStack APIs
+// (framework.CloudAPI), and keeps the simulator for fault injection.
 type cloudAPI struct {
-	sim      *cloudsim.Sim
-	octavia  *gophercloud.ServiceClient
-	neutron  *gophercloud.ServiceClient
-	external string
+	*framework.CloudAPI
+	sim              *cloudsim.Sim
+	octavia, neutron *gophercloud.ServiceClient
 }
+
+type (
+	lbTree       = framework.LBTree
+	listenerTree = framework.ListenerTree
+	octaviaState = framework.OctaviaState
+)
 
 func newCloudAPI(ctx context.Context, t *testing.T, c *framework.Cloud) *cloudAPI {
 	t.Helper()
-	cfg, _, err := config.Load(c.CloudConf(t, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct, err := clients.ServiceClient("load-balancer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct.ResourceBase = oct.Endpoint + "v2/"
-	net, err := clients.ServiceClient("network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	net.ResourceBase = net.Endpoint + "v2.0/"
-	return &cloudAPI{sim: c.Sim, octavia: oct, neutron: net}
+	api := framework.NewCloudAPI(ctx, t, c.CloudConf(t, ""))
+	return &cloudAPI{CloudAPI: api, sim: c.Sim, octavia: api.Octavia, neutron: api.Neutron}
 }
 
 func (a *cloudAPI) routerID(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	pages, err := routers.List(a.neutron, routers.ListOpts{Name: "lab-router"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := routers.ExtractRouters(pages)
-	if err != nil || len(rs) != 1 {
-		t.Fatalf("lab-router: %v %v", rs, err)
-	}
-	return rs[0].ID
+	return a.RouterID(ctx, t, "lab-router")
 }
 
-// lbTree is one load balancer as the tests compare it.
-type lbTree struct {
-	ID, Name, Status, VIPPortID string
-	Tags                        []string
-	// Listeners by "PROTOCOL/port": the pool protocol, monitor type ("" for
-	// none) and sorted members "ip:port".
-	Listeners map[string]listenerTree
-}
-
-type listenerTree struct {
-	PoolProtocol string
-	Monitor      string
-	Members      []string
-	AllowedCIDRs []string
-}
-
-// octaviaState is every load balancer and the number of each kind of object.
-type octaviaState struct {
-	LBs                                    map[string]lbTree // by name
-	Listeners, Pools, Members, Monitors, N int
-}
-
-func (a *cloudAPI) state(ctx context.Context) (*octaviaState, error) {
-	st := &octaviaState{LBs: map[string]lbTree{}}
-	pages, err := loadbalancers.List(a.octavia, nil).AllPages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
-	if err != nil {
-		return nil, err
-	}
-	st.N = len(lbs)
-	for _, lb := range lbs {
-		tree := lbTree{ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus, VIPPortID: lb.VipPortID, Tags: lb.Tags, Listeners: map[string]listenerTree{}}
-		lp, err := listeners.List(a.octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ls, _ := listeners.ExtractListeners(lp)
-		for _, l := range ls {
-			lt := listenerTree{AllowedCIDRs: l.AllowedCIDRs}
-			if l.DefaultPoolID != "" {
-				p, err := pools.Get(ctx, a.octavia, l.DefaultPoolID).Extract()
-				if err != nil {
-					return nil, err
-				}
-				lt.PoolProtocol = p.Protocol
-				if p.MonitorID != "" {
-					m, err := monitors.Get(ctx, a.octavia, p.MonitorID).Extract()
-					if err != nil {
-						return nil, err
-					}
-					lt.Monitor = m.Type
-				}
-				mp, err := pools.ListMembers(a.octavia, p.ID, nil).AllPages(ctx)
-				if err != nil {
-					return nil, err
-				}
-				ms, _ := pools.ExtractMembers(mp)
-				for _, m := range ms {
-					lt.Members = append(lt.Members, m.Address+":"+strconv.Itoa(m.ProtocolPort))
-				}
-				slices.Sort(lt.Members)
-			}
-			tree.Listeners[l.Protocol+"/"+strconv.Itoa(l.ProtocolPort)] = lt
-		}
-		st.LBs[lb.Name] = tree
-	}
-	for _, count := range []struct {
-		n    *int
-		list func() (int, error)
-	}{
-		{&st.Listeners, func() (int, error) {
-			p, err := listeners.List(a.octavia, nil).AllPages(ctx)
-			if err != nil {
-				return 0, err
-			}
-			x, err := listeners.ExtractListeners(p)
-			return len(x), err
-		}},
-		{&st.Pools, func() (int, error) {
-			p, err := pools.List(a.octavia, nil).AllPages(ctx)
-			if err != nil {
-				return 0, err
-			}
-			x, err := pools.ExtractPools(p)
-			for _, pool := range x {
-				st.Members += len(pool.Members)
-			}
-			return len(x), err
-		}},
-		{&st.Monitors, func() (int, error) {
-			p, err := monitors.List(a.octavia, nil).AllPages(ctx)
-			if err != nil {
-				return 0, err
-			}
-			x, err := monitors.ExtractMonitors(p)
-			return len(x), err
-		}},
-	} {
-		if *count.n, err = count.list(); err != nil {
-			return nil, err
-		}
-	}
-	return st, nil
-}
+func (a *cloudAPI) state(ctx context.Context) (*octaviaState, error) { return a.State(ctx) }
 
 func (a *cloudAPI) floatingIPs(ctx context.Context) ([]floatingips.FloatingIP, error) {
-	pages, err := floatingips.List(a.neutron, floatingips.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return floatingips.ExtractFloatingIPs(pages)
+	return a.FloatingIPs(ctx)
 }
 
 // octaviaPorts are the VIP ports Octavia made.
 func (a *cloudAPI) octaviaPorts(ctx context.Context) ([]ports.Port, error) {
-	pages, err := ports.List(a.neutron, ports.ListOpts{DeviceOwner: "Octavia"}).AllPages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return ports.ExtractPorts(pages)
+	return a.Ports(ctx, ports.ListOpts{DeviceOwner: "Octavia"})
 }
 
 func (a *cloudAPI) routes(ctx context.Context, t *testing.T, routerID string) []routers.Route {
 	t.Helper()
-	r, err := routers.Get(ctx, a.neutron, routerID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Routes
+	return a.Routes(ctx, t, routerID)
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,20 +32,7 @@ func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 		}
 		podCIDRs[name] = n.Spec.PodCIDR
 	}
-	pairs := func(ip string) []string {
-		pages, err := ports.List(api.neutron, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{IPAddress: ip}}}).AllPages(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, _ := ports.ExtractPorts(pages)
-		var out []string
-		for _, p := range ps {
-			for _, pair := range p.AllowedAddressPairs {
-				out = append(out, pair.IPAddress)
-			}
-		}
-		return out
-	}
+	pairs := func(ip string) []string { return api.AddressPairs(ctx, t, ip) }
 	hasRoute := func(cidr, hop string) bool {
 		for _, r := range api.routes(ctx, t, routerID) {
 			if r.DestinationCIDR == cidr && r.NextHop == hop {

@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
-	"github.com/stackward/stackward/pkg/config"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // TestServiceLoadBalancerWithTheAmphoraProvider: a Service of type
@@ -56,24 +54,16 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provid
 	var nodeIPs []string
 	for i := range 2 {
 		idx := b.firstNode + 20 + i
-		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
-		cloud.CreateServer(t, name, idx, "m1.small", "az-1")
-		deleteNodeAtEnd(t, cp, name)
-		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
+		joinNode(t, cp, cloud, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i), idx)
 		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
 	}
 	// No floating IP: the VIP itself is the ingress.
 	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = "+provider+"\n"+extra)
 	cp.StartCCM(ctx, t, conf)
 	for i := range 2 {
-		name := fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i)
-		if _, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
-			return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint)
-		}); err != nil {
-			t.Fatalf("node %s not initialized: %v", name, err)
-		}
+		waitInitialized(ctx, t, cp, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i))
 	}
-	octavia := octaviaClient(ctx, t, conf)
+	octavia := framework.NewCloudAPI(ctx, t, conf).Octavia
 
 	ns := provider + "-" + cloud.Name()
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -186,25 +176,6 @@ func eventSummary(events []corev1.Event) []string {
 		out = append(out, fmt.Sprintf("%s/%s×%d", e.Type, e.Reason, e.Count))
 	}
 	return out
-}
-
-// octaviaClient is Octavia as the CCM's user sees it, from its cloud.conf.
-func octaviaClient(ctx context.Context, t *testing.T, conf string) *gophercloud.ServiceClient {
-	t.Helper()
-	cfg, _, err := config.Load(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct, err := clients.ServiceClient("load-balancer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct.ResourceBase = oct.Endpoint + "v2/"
-	return oct
 }
 
 func listLBs(ctx context.Context, t *testing.T, c *gophercloud.ServiceClient, name string) []loadbalancers.LoadBalancer {

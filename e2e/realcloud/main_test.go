@@ -11,26 +11,44 @@ package realcloud
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-// realCloud is the package's real cloud, up for the whole run.
-var realCloud *framework.RealCloud
+// The package's real cloud: brought up by the first test that needs it
+// (a run of only the harness's own tests starts none) and up until the
+// package ends.
+var (
+	realCloudOnce sync.Once
+	realCloud     *framework.RealCloud
+	realCloudErr  error
+	stopRealCloud = func() {}
+)
 
 func TestMain(m *testing.M) {
 	framework.RunInLab(func() int {
-		rc, stop, err := framework.NewRealCloud()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer stop()
-		fmt.Fprintf(os.Stderr, "real cloud up in %s (state and logs in %s)\n", rc.StartupTime.Round(1e9), rc.Dir)
-		realCloud = rc
+		defer func() { stopRealCloud() }()
 		return m.Run()
 	})
+}
+
+// sharedRealCloud returns the package's real cloud, bringing it up on first use.
+func sharedRealCloud(t *testing.T) *framework.RealCloud {
+	t.Helper()
+	realCloudOnce.Do(func() {
+		var stop func()
+		realCloud, stop, realCloudErr = framework.NewRealCloud()
+		if realCloudErr == nil {
+			stopRealCloud = stop
+			fmt.Fprintf(os.Stderr, "real cloud up in %s (state and logs in %s)\n", realCloud.StartupTime.Round(1e9), realCloud.Dir)
+		}
+	})
+	if realCloudErr != nil {
+		t.Fatal(realCloudErr)
+	}
+	return realCloud
 }
 
 // backend is one cloud a scenario runs against, and the node indexes
@@ -45,6 +63,6 @@ func backends(t *testing.T) []backend {
 	t.Helper()
 	return []backend{
 		{cloud: framework.StartCloud(t, framework.CloudOptions{}).Backend(), firstNode: 1},
-		{cloud: realCloud, firstNode: 101},
+		{cloud: sharedRealCloud(t), firstNode: 101},
 	}
 }

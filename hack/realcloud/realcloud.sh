@@ -71,8 +71,14 @@ sys() {
 alive() { kill -0 "$(cat "$S/pids/$1")" 2>/dev/null; }
 
 # fail NAME MSG: print the service's log tail, stop everything, exit 1.
+# Only the first failure speaks: the background migrations fail too once
+# everything is stopped, and would bury the cause under their own error.
 fail() {
   local name=$1 msg=$2
+  if ! mkdir "$S/failed" 2>/dev/null; then
+    down
+    exit 1
+  fi
   {
     echo "real cloud: $name: $msg"
     if [[ -f $S/log/$name.log ]]; then
@@ -83,6 +89,20 @@ fail() {
       if [[ -f $f ]]; then
         echo "---- last lines of $f ----"
         tail -n 20 "$f"
+      fi
+    done
+    # A service that died earlier makes a later step fail (a dead MariaDB
+    # shows as Keystone not answering the seed): name it too.
+    local p dead
+    for p in "$S"/pids/*; do
+      [[ -e $p ]] || continue
+      dead=$(basename "$p")
+      if [[ $dead != "$name" ]] && ! kill -0 "$(cat "$p")" 2>/dev/null; then
+        echo "real cloud: $dead: exited before this failure"
+        if [[ -f $S/log/$dead.log ]]; then
+          echo "---- last lines of $S/log/$dead.log ----"
+          tail -n 20 "$S/log/$dead.log"
+        fi
       fi
     done
   } >&2
@@ -432,6 +452,7 @@ start_services() {
 }
 
 up() {
+  rm -rf "$S/failed"
   check_namespace
   check_packages
   [[ -f $S/pids/mariadb ]] && alive mariadb && die "a real cloud already runs from $S (stop it with: $0 down $S)"

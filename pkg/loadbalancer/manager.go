@@ -48,6 +48,8 @@ type Manager struct {
 	// CIDRs of member subnets.
 	floatingNetwork, nodeSubnet string
 	subnetCIDRs                 map[string]string
+	// tagLocks serialize each load balancer's tag changes (shared.go).
+	tagLocks map[string]*sync.Mutex
 }
 
 func (m *Manager) requeue() time.Duration {

@@ -184,21 +184,25 @@ func createSpec(spec Spec) Spec {
 	return out
 }
 
-// newListener is what a listener create carries: no pool with OVN.
-func newListener(provider string, l ListenerSpec) ListenerSpec {
-	if isOVN(provider) {
-		l.Pool = PoolSpec{}
-	}
+// Outside a load balancer create (Octavia's one graph call), real Octavia
+// takes one object per call with every provider: a listener create with a
+// nested default_pool, and a pool create with nested members or a health
+// monitor, fail in Octavia 11 (Zed) with 500 "'dict' object has no
+// attribute '_sa_instance_state'" (its single-object creates hand the
+// nested dicts to the database model; seen in e2e/realcloud with the
+// amphora provider). So a new listener is the listener, its pool, the
+// members and the monitor in one call each, whatever the provider.
+
+// newListener is what a listener create carries: the listener alone.
+func newListener(_ string, l ListenerSpec) ListenerSpec {
+	l.Pool = PoolSpec{}
 	return l
 }
 
 // followUps are the steps that come after a listener (withPool) or pool
-// create with the OVN provider. They count as queued changes, so the sync
-// asks to come back; the next plan, made from what then exists, runs them.
-func followUps(provider, key string, p PoolSpec, withPool bool) []step {
-	if !isOVN(provider) {
-		return nil
-	}
+// create. They count as queued changes, so the sync asks to come back; the
+// next plan, made from what then exists, runs them.
+func followUps(_, key string, p PoolSpec, withPool bool) []step {
 	later := func(ctx context.Context, _ Octavia) error {
 		return fmt.Errorf("listener %s: a step planned after the one before it cannot run in the same sync", key)
 	}
@@ -215,10 +219,8 @@ func followUps(provider, key string, p PoolSpec, withPool bool) []step {
 	return out
 }
 
-// newPool is what a pool create carries: no members or monitor with OVN.
-func newPool(provider string, p PoolSpec) PoolSpec {
-	if isOVN(provider) {
-		p.Members, p.Monitor = nil, nil
-	}
+// newPool is what a pool create carries: the pool alone (see newListener).
+func newPool(_ string, p PoolSpec) PoolSpec {
+	p.Members, p.Monitor = nil, nil
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -245,13 +246,56 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
 	if slices.Contains(lb.Tags, owner) {
-		tags := slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return t == owner })
-		if err := m.setTags(ctx, lb, tags); err != nil {
-			return false, err
+		last, remaining, err := m.dropOwnerTag(ctx, id, lb, owner, foreign)
+		if err != nil || last {
+			return last, err
 		}
-		klog.FromContext(ctx).Info("Left shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "remaining", len(others), "foreignListeners", foreign)
+		klog.FromContext(ctx).Info("Left shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "remaining", remaining, "foreignListeners", foreign)
 	}
 	return false, nil
+}
+
+// dropOwnerTag removes the Service's tag from the load balancer's current
+// tags (read again, not the ones the sync began with), one tag change per
+// load balancer at a time in this process. Octavia has no compare-and-swap
+// on tags: two Services of one load balancer deleted at once (concurrent
+// service syncs) each wrote back the tags they had read, each kept the
+// other's tag, and the load balancer outlived both. When no other
+// Service's tag is left on a load balancer this cluster created and no
+// other listener is on it, the Service is its last user: last is true,
+// nothing is written, and the caller deletes the whole load balancer.
+func (m *Manager) dropOwnerTag(ctx context.Context, id Identity, lb *LoadBalancer, owner string, foreign int) (last bool, remaining int, err error) {
+	unlock := m.lockTags(lb.ID)
+	defer unlock()
+	fresh, err := m.Octavia.GetLoadBalancer(ctx, lb.ID)
+	if err != nil {
+		return false, 0, fmt.Errorf("read load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
+	others := slices.DeleteFunc(owners(fresh, id.ClusterUID, nil), func(t string) bool { return t == owner })
+	if len(others) == 0 && foreign == 0 && createdByCluster(fresh, id.ClusterUID) {
+		return true, 0, nil
+	}
+	if !slices.Contains(fresh.Tags, owner) {
+		return false, len(others), nil
+	}
+	tags := slices.DeleteFunc(slices.Clone(fresh.Tags), func(t string) bool { return t == owner })
+	return false, len(others), m.setTags(ctx, fresh, tags)
+}
+
+// lockTags serializes the tag changes of one load balancer.
+func (m *Manager) lockTags(lbID string) (unlock func()) {
+	m.mu.Lock()
+	if m.tagLocks == nil {
+		m.tagLocks = map[string]*sync.Mutex{}
+	}
+	l, ok := m.tagLocks[lbID]
+	if !ok {
+		l = &sync.Mutex{}
+		m.tagLocks[lbID] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // deleteShared is Delete for a Service sharing another's load balancer.

@@ -77,8 +77,8 @@ func TestASharedLoadBalancerIsDeletedWithTheLastServiceOnly(t *testing.T) {
 	api := sharing("api", 8080, 30880, l.lb.ID)
 	oct.resetCalls()
 	stAPI := ensureAll(t, m, oct, api, ns)
-	if got := oct.writes(); !slices.Equal(got, []string{"update_loadbalancer", "create_listener"}) {
-		t.Errorf("joining wrote %v, want the tag and one listener", got)
+	if got := oct.writes(); !slices.Equal(got, []string{"update_loadbalancer", "create_listener", "create_pool", "batch_update_members"}) {
+		t.Errorf("joining wrote %v, want the tag, then the listener, its pool and members one call each", got)
 	}
 	if len(oct.lbs) != 1 || stAPI.Ingress[0].IP != stWeb.Ingress[0].IP {
 		t.Fatalf("load balancers %d, ingress %v vs %v: want one, shared", len(oct.lbs), stAPI.Ingress, stWeb.Ingress)
@@ -258,5 +258,43 @@ func TestTheAnnotationNamingTheServicesOwnLoadBalancerChangesNothing(t *testing.
 	deleteAll(t, m, oct, web)
 	if len(oct.lbs) != 0 || len(net.fips) != 0 {
 		t.Errorf("left %d load balancers, %d floating IPs", len(oct.lbs), len(net.fips))
+	}
+}
+
+// Two Services of one load balancer deleted at once (concurrent service
+// syncs, e.g. a namespace deleted) both read the tags before either wrote
+// them. Seen in the e2e lab: each wrote back the other's tag, both left,
+// and the load balancer was never deleted.
+func TestTwoServicesLeavingAtOnceDeleteTheLoadBalancer(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	ns := nodes("10.0.0.1", "10.0.0.2")
+	web := service()
+	ensureAll(t, m, oct, web, ns)
+	l := oct.only()
+	api := sharing("api", 8080, 30880, l.lb.ID)
+	ensureAll(t, m, oct, api, ns)
+	id, err := m.identity(context.Background(), "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both syncs read the load balancer, then each removed its listeners.
+	stale := l.lb
+	stale.Tags = slices.Clone(l.lb.Tags)
+	l.tree.Listeners = nil
+
+	whole := map[string]bool{}
+	for _, svc := range []*corev1.Service{web, api} {
+		w, err := m.leaveShared(context.Background(), id, svc, &stale)
+		if err != nil {
+			t.Fatalf("%s leaving: %v", svc.Name, err)
+		}
+		whole[svc.Name] = w
+	}
+	if whole["web"] || !whole["api"] {
+		t.Errorf("last user: web %v, api %v; want the second to leave to be the last and delete the load balancer", whole["web"], whole["api"])
+	}
+	if slices.Contains(l.lb.Tags, "kube_service_lab_shop_web") || !slices.Contains(l.lb.Tags, "kube_service_lab_shop_api") {
+		t.Errorf("tags %v: want web's removed, api's (the last user's) left for the delete", l.lb.Tags)
 	}
 }

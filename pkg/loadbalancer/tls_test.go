@@ -140,10 +140,10 @@ func TestLayer7ChangesAreTheFewestCalls(t *testing.T) {
 	}{
 		{name: "turning x-forwarded-for on replaces the TCP listener and pool (protocols are immutable)",
 			from: map[string]string{}, to: map[string]string{AnnotationXForwardedFor: "true"},
-			wantWrites: []string{"delete_pool", "delete_listener", "create_listener"}},
+			wantWrites: []string{"delete_pool", "delete_listener", "create_listener", "create_pool", "batch_update_members"}},
 		{name: "turning TLS off replaces the TERMINATED_HTTPS listener and pool",
 			from: map[string]string{AnnotationTLSContainerRef: testTLSRef}, to: map[string]string{},
-			wantWrites: []string{"delete_pool", "delete_listener", "create_listener"}},
+			wantWrites: []string{"delete_pool", "delete_listener", "create_listener", "create_pool", "batch_update_members"}},
 		{name: "another certificate is one listener update",
 			from: map[string]string{AnnotationTLSContainerRef: testTLSRef}, to: map[string]string{AnnotationTLSContainerRef: otherRef},
 			wantWrites: []string{"update_listener"}},
