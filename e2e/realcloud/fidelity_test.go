@@ -135,29 +135,8 @@ var knownDifferences = []knownDifference{
 	// ...and its noop network driver deletes no VIP port.
 	{name: "amphora-noop keeps its VIP port", step: "octavia amphora: the VIP port after the delete", key: "error",
 		sim: "ErrNotFound", real: "none"},
-	// Zed's API answers 500 to any child created with nested children (a
-	// listener with its default pool, a pool with members or a monitor);
-	// cloudsim follows the API reference, which documents them.
-	nestedChildren("calls", "POST v2/lbaas/listeners 201", "POST v2/lbaas/listeners 500"),
-	nestedChildren("error", "none", "HTTP 500"),
-	nestedChildren("answer.status", "201", "500"),
-	nestedChildren("answer.body", ".listener.admin_state_up:bool .listener.allowed_cidrs:null .listener.alpn_protocols:null "+
-		".listener.client_authentication:string .listener.client_ca_tls_container_ref:null .listener.client_crl_container_ref:null "+
-		".listener.connection_limit=-1 .listener.created_at:string .listener.default_pool_id:string .listener.default_tls_container_ref:null "+
-		".listener.description:string .listener.id:string .listener.l7policies:[]interface {} .listener.loadbalancers:[]interface {} "+
-		".listener.name:string .listener.operating_status:string .listener.project_id:string .listener.protocol:string "+
-		".listener.protocol_port=81 .listener.provisioning_status:string .listener.sni_container_refs:[]interface {} "+
-		".listener.tags:[]interface {} .listener.timeout_client_data=50000 .listener.timeout_member_connect=5000 "+
-		".listener.timeout_member_data=50000 .listener.timeout_tcp_inspect=0 .listener.tls_ciphers:null .listener.tls_versions:null "+
-		".listener.updated_at:null",
-		".debuginfo:null .faultcode=Server .faultstring:string"),
 }
 
 func amphoraOffline(step string) knownDifference {
 	return knownDifference{name: "amphora-noop stays OFFLINE", step: step, key: "body.loadbalancer.operating_status", sim: "ONLINE", real: "OFFLINE"}
-}
-
-func nestedChildren(key, sim, real string) knownDifference {
-	return knownDifference{name: "Zed refuses nested children in a child create", step: "octavia amphora: a listener with its pool, member and monitor in one call",
-		key: key, sim: sim, real: real}
 }
