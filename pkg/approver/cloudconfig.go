@@ -15,8 +15,11 @@ import (
 
 // buildCloud loads cfg.CloudConfig (when set) so the addresses follow its
 // [Networking] section exactly as the CCM's do, and builds the Cloud from
-// it unless one was given.
-func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
+// it unless one was given. With watchCredentials, credentials rotated in
+// the mounted file are taken while ctx lasts, as the CCM takes them: a
+// rotated application credential must not leave every CSR pending until
+// someone restarts the pod.
+func buildCloud(ctx context.Context, cfg *Config, watchCredentials bool) (Cloud, error) {
 	if cfg.CloudConfig == "" {
 		return cfg.Cloud, nil
 	}
@@ -51,6 +54,9 @@ func buildCloud(ctx context.Context, cfg *Config) (Cloud, error) {
 	}
 	if clients.ProjectID != "" && clients.ProjectID != cfg.ProjectID {
 		return nil, fmt.Errorf("--cloud-config %s: tenant-id %q is not the project the credentials are scoped to (%q)", cfg.CloudConfig, cfg.ProjectID, clients.ProjectID)
+	}
+	if watchCredentials && clients.Provider != nil {
+		go openstack.NewCredentialWatch(cfg.CloudConfig, clients, cc.Global).Run(ctx, openstack.CredentialsPollPeriod)
 	}
 	// Servers, ports and floating IPs are read for every decision (one
 	// request of each answers a batch); networks (whose project and

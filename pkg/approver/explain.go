@@ -24,7 +24,7 @@ func Explain(ctx context.Context, cfg Config, name string, w io.Writer) error {
 }
 
 func explainWithClient(ctx context.Context, cfg Config, client kubernetes.Interface, name string, w io.Writer) error {
-	cloud, err := buildCloud(ctx, &cfg)
+	cloud, err := buildCloud(ctx, &cfg, false)
 	if err != nil {
 		return err
 	}

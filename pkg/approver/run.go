@@ -103,7 +103,7 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 		<-healthDone
 	}()
 
-	cloud, err := buildCloud(ctx, &cfg)
+	cloud, err := buildCloud(ctx, &cfg, true)
 	if err != nil {
 		return err
 	}

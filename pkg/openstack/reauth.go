@@ -23,7 +23,7 @@ func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) erro
 		return errors.New("no OpenStack provider client to re-authenticate")
 	}
 	if g.AuthURL != old.AuthURL || g.Region != old.Region || g.EndpointType != old.EndpointType {
-		return errors.New("[Global] auth-url, region or endpoint-type changed: restart the CCM to use them")
+		return errors.New("[Global] auth-url, region or endpoint-type changed: restart to use them")
 	}
 	probe, err := gophers.NewClient(g.AuthURL)
 	if err != nil {
@@ -38,7 +38,7 @@ func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) erro
 		return fmt.Errorf("authenticate to %s with the new credentials (the old ones stay in use): %w", g.AuthURL, err)
 	}
 	if p := authProject(probe); p != c.ProjectID {
-		return fmt.Errorf("the new credentials are scoped to project %q, not %q: restart the CCM to change projects (the old credentials stay in use)", p, c.ProjectID)
+		return fmt.Errorf("the new credentials are scoped to project %q, not %q: restart to change projects (the old credentials stay in use)", p, c.ProjectID)
 	}
 	if err := c.Caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
 		return gophers.Authenticate(ctx, c.Provider, AuthOptions(g))

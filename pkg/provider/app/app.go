@@ -188,8 +188,7 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
 	if clients.Provider != nil { // fakes have none
-		w := &credentialWatch{path: path, clients: clients, current: cfg.Global}
-		go w.run(ctx, credentialsPollPeriod)
+		go openstack.NewCredentialWatch(path, clients, cfg.Global).Run(ctx, openstack.CredentialsPollPeriod)
 	}
 	if err := reg.Register(version.BuildInfo("stackward-ccm")); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		return nil, fmt.Errorf("register stackward_build_info: %w", err)

@@ -1,4 +1,4 @@
-package app
+package openstack_test
 
 import (
 	"context"
@@ -56,10 +56,10 @@ func TestRotatedPasswordIsUsedWithoutARestart(t *testing.T) {
 	if err := call(); err != nil {
 		t.Fatal(err)
 	}
-	w := &credentialWatch{path: path, clients: clients, current: cfg.Global}
+	w := openstack.NewCredentialWatch(path, clients, cfg.Global)
 
 	t.Run("an unchanged config changes nothing", func(t *testing.T) {
-		if w.check(ctx) {
+		if w.Check(ctx) {
 			t.Error("re-authenticated without a change")
 		}
 	})
@@ -71,7 +71,7 @@ func TestRotatedPasswordIsUsedWithoutARestart(t *testing.T) {
 			t.Fatal("a call with a revoked token and the old password succeeded: the test would prove nothing")
 		}
 		write("rotated")
-		if !w.check(ctx) {
+		if !w.Check(ctx) {
 			t.Fatal("the new password was not taken")
 		}
 		if err := call(); err != nil {
@@ -86,7 +86,7 @@ func TestRotatedPasswordIsUsedWithoutARestart(t *testing.T) {
 	})
 	t.Run("a wrong password in the config is refused once and the working credentials stay in use", func(t *testing.T) {
 		write("typo")
-		if w.check(ctx) || w.check(ctx) {
+		if w.Check(ctx) || w.Check(ctx) {
 			t.Error("a refused password was taken")
 		}
 		sim.RevokeTokens() // the next call must re-authenticate, with the working password
@@ -95,9 +95,9 @@ func TestRotatedPasswordIsUsedWithoutARestart(t *testing.T) {
 		}
 	})
 	t.Run("a changed auth-url needs a restart and changes nothing", func(t *testing.T) {
-		g := w.current
+		g := cfg.Global
 		g.AuthURL += "/other"
-		if err := clients.Reauthenticate(ctx, w.current, g); err == nil {
+		if err := clients.Reauthenticate(ctx, cfg.Global, g); err == nil {
 			t.Error("a new auth-url was accepted")
 		}
 	})

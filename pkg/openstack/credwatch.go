@@ -1,4 +1,4 @@
-package app
+package openstack
 
 import (
 	"context"
@@ -8,31 +8,37 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// credentialsPollPeriod is how often the cloud.conf is read again for new
+// CredentialsPollPeriod is how often the cloud.conf is read again for new
 // credentials. The kubelet updates a mounted Secret within about a minute;
 // reading a few small files every ten seconds costs nothing. Polling the
 // content rather than watching inotify events survives the kubelet's
 // symlink swap of a Secret volume.
-const credentialsPollPeriod = 10 * time.Second
+const CredentialsPollPeriod = 10 * time.Second
 
-// credentialWatch re-reads the cloud config and, when its [Global]
+// CredentialWatch re-reads a cloud config and, when its [Global]
 // credentials changed, switches the clients to them (Reauthenticate) so
 // that a rotated password or application credential works without a
-// restart. Credentials Keystone refuses are logged once and the old ones
-// stay in use; an unreadable config changes nothing.
-type credentialWatch struct {
+// restart, in the CCM and in the approver alike. Credentials Keystone
+// refuses are logged once and the old ones stay in use; an unreadable
+// config changes nothing.
+type CredentialWatch struct {
 	path    string
-	clients *openstack.Clients
+	clients *Clients
 	current config.Global
 	refused *config.Global // the last new [Global] that failed
 }
 
-// check reads the config once; it reports whether the clients now use new
+// NewCredentialWatch watches path for the clients, which were made with
+// the [Global] section current.
+func NewCredentialWatch(path string, clients *Clients, current config.Global) *CredentialWatch {
+	return &CredentialWatch{path: path, clients: clients, current: current}
+}
+
+// Check reads the config once; it reports whether the clients now use new
 // credentials.
-func (w *credentialWatch) check(ctx context.Context) bool {
+func (w *CredentialWatch) Check(ctx context.Context) bool {
 	logger := klog.FromContext(ctx).WithValues("cloudConfig", w.path)
 	cfg, _, err := config.Load(w.path)
 	if err != nil {
@@ -53,8 +59,8 @@ func (w *credentialWatch) check(ctx context.Context) bool {
 	return true
 }
 
-// run checks every period until ctx ends.
-func (w *credentialWatch) run(ctx context.Context, period time.Duration) {
+// Run checks every period until ctx ends.
+func (w *CredentialWatch) Run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -62,7 +68,7 @@ func (w *credentialWatch) run(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			w.check(ctx)
+			w.Check(ctx)
 		}
 	}
 }
