@@ -165,6 +165,20 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 		}
 	})
 
+	if provider == loadbalancer.ProviderOVN {
+		// ovn-octavia-provider 3.0.0 (Zed) fails a listener added beside a
+		// health monitor and leaves the load balancer PENDING_UPDATE for good
+		// (seen in this lane; README's provider table says what to do), so on
+		// this provider the monitor goes before listeners are added, as the
+		// README tells operators: turning a monitor off is a feature too.
+		t.Run("a health monitor turned off is removed", func(t *testing.T) {
+			webSvc = updateService(ctx, t, cp, ns, "web", func(s *corev1.Service) { s.Annotations[loadbalancer.AnnotationHealthMonitor] = "false" })
+			api.WaitState(ctx, t, 5*time.Minute, "web without a monitor", func(st *framework.OctaviaState) bool {
+				return st.LBs[lbName("web")].Status == "ACTIVE" && st.LBs[lbName("web")].Listeners["TCP/80"].Monitor == ""
+			})
+		})
+	}
+
 	t.Run("a second Service shares the load balancer and its address", func(t *testing.T) {
 		shared := framework.LBService(ns, "shared", corev1.ServicePort{Name: "s", Protocol: corev1.ProtocolTCP, Port: 8080, TargetPort: intstr.FromInt32(8080)})
 		st, err := api.State(ctx)
