@@ -131,8 +131,12 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 		return m.getShared(ctx, id, svc, shared, err)
 	}
 	lb, err := m.find(ctx, id, svc, false)
-	if err != nil || lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+	if err != nil {
 		return nil, false, err
+	}
+	if lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
+		left, err := m.leftovers(ctx, svc)
+		return nil, left, err
 	}
 	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
 	if err != nil {
@@ -143,6 +147,32 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 		st = publish(st, o, m.Config.EnableIngressHostname, m.Config.IngressHostnameSuffix)
 	}
 	return st, true, nil
+}
+
+// leftovers reports whether the Service still has a cloud resource of its
+// own once its load balancer is gone or going: its security group, whose
+// delete can fail after the load balancer's (Neutron answers 409
+// SecurityGroupInUse while a port still holds it; seen on real Neutron).
+// k8s.io/cloud-provider removes the Service's finalizer without calling
+// EnsureLoadBalancerDeleted when GetLoadBalancer says nothing exists, so
+// without this the group would be left behind for good. Another cluster's
+// group is not this Service's (ownGroup refuses it).
+func (m *Manager) leftovers(ctx context.Context, svc *corev1.Service) (bool, error) {
+	if m.SecurityGroups == nil || !m.Config.ManageSecurityGroups {
+		return false, nil
+	}
+	name := SecurityGroupName(svc)
+	group, err := m.findGroup(ctx, name)
+	if err != nil || group == nil {
+		return false, err
+	}
+	uid, err := m.ClusterUID(ctx)
+	if err != nil {
+		return false, fmt.Errorf("security group %q: %w", name, err)
+	}
+	foreign := !slices.Contains(group.Tags, ClusterTag(uid)) &&
+		slices.ContainsFunc(group.Tags, func(t string) bool { return strings.HasPrefix(t, clusterUIDTagPrefix) })
+	return !foreign, nil
 }
 
 // Ensure creates or updates the Service's load balancer. Each call makes

@@ -163,3 +163,50 @@ func TestWithoutManageSecurityGroupsNothingIsTouched(t *testing.T) {
 		t.Errorf("calls %v", sgs.calls)
 	}
 }
+
+// TestALeftOverSecurityGroupKeepsTheServiceDeleting: a sync that deleted
+// the load balancer and then failed on the group (real Neutron's 409
+// SecurityGroupInUse) must be followed by another delete. k8s.io/
+// cloud-provider calls EnsureLoadBalancerDeleted only when GetLoadBalancer
+// says something exists, and removes the Service's finalizer otherwise.
+func TestALeftOverSecurityGroupKeepsTheServiceDeleting(t *testing.T) {
+	ctx := context.Background()
+	m, oct, sgs := sgEnv(t)
+	svc := sgService()
+	converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+	oct.mu.Lock()
+	if len(oct.lbs) != 1 {
+		oct.mu.Unlock()
+		t.Fatalf("load balancers %v, want one", oct.lbs)
+	}
+	for id := range oct.lbs {
+		delete(oct.lbs, id) // deleted by the failed sync
+	}
+	oct.mu.Unlock()
+
+	if _, exists, err := m.Get(ctx, "lab", svc); err != nil || !exists {
+		t.Fatalf("Get with the group left: exists %v, %v; want true, so the controller deletes again", exists, err)
+	}
+	if err := m.Delete(ctx, "lab", svc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sgs.groups) != 0 {
+		t.Errorf("groups left after the second delete: %v", sgs.groups)
+	}
+	if _, exists, err := m.Get(ctx, "lab", svc); err != nil || exists {
+		t.Errorf("Get with nothing left: exists %v, %v; want false, so the finalizer goes", exists, err)
+	}
+
+	t.Run("another cluster's group of the same name is not this Service's leftover", func(t *testing.T) {
+		g, err := sgs.CreateGroup(ctx, SecurityGroupName(svc), "theirs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sgs.AddGroupTag(ctx, g.ID, ClusterTag("another-cluster")); err != nil {
+			t.Fatal(err)
+		}
+		if _, exists, err := m.Get(ctx, "lab", svc); err != nil || exists {
+			t.Errorf("Get: exists %v, %v; want false", exists, err)
+		}
+	})
+}
