@@ -24,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
-	"github.com/stackward/stackward/pkg/config"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // cloudAPI reads the cloud (either backend) through the OpenStack APIs, as an
@@ -36,25 +34,8 @@ type cloudAPI struct {
 
 func newCloudAPI(ctx context.Context, t *testing.T, c framework.TestCloud) *cloudAPI {
 	t.Helper()
-	cfg, _, err := config.Load(c.CloudConf(t, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct, err := clients.ServiceClient("load-balancer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oct.ResourceBase = oct.Endpoint + "v2/"
-	net, err := clients.ServiceClient("network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	net.ResourceBase = net.Endpoint + "v2.0/"
-	return &cloudAPI{octavia: oct, neutron: net}
+	api := framework.NewCloudAPI(ctx, t, c.CloudConf(t, ""))
+	return &cloudAPI{octavia: api.Octavia, neutron: api.Neutron}
 }
 
 func (a *cloudAPI) loadBalancers(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
