@@ -26,19 +26,10 @@ func (s *Sim) routesSubnetTags(h routeFunc) {
 		writeJSON(w, http.StatusOK, map[string]any{"tags": append([]string{}, sn.Tags...)})
 	}))
 	h("PUT /subnets/{id}/tags/{tag}", "subnets.tags.add", subnetRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, sn *subnet) {
-		if t := r.PathValue("tag"); !slices.Contains(sn.Tags, t) {
-			sn.Tags = append(sn.Tags, t)
-		}
-		w.WriteHeader(http.StatusCreated)
+		addTag(w, r, &sn.Tags)
 	}))
 	h("DELETE /subnets/{id}/tags/{tag}", "subnets.tags.delete", subnetRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, sn *subnet) {
-		i := slices.Index(sn.Tags, r.PathValue("tag"))
-		if i < 0 {
-			neutronError(w, http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", r.PathValue("tag"))
-			return
-		}
-		sn.Tags = slices.Delete(sn.Tags, i, i+1)
-		w.WriteHeader(http.StatusNoContent)
+		deleteTag(w, r, &sn.Tags)
 	}))
 }
 
@@ -47,18 +38,28 @@ func (s *Sim) routesSecGroupTags(h routeFunc) {
 		writeJSON(w, http.StatusOK, map[string]any{"tags": append([]string{}, g.Tags...)})
 	}))
 	h("PUT /security-groups/{id}/tags/{tag}", "security-groups.tags.add", secGroupRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, g *secGroup) {
-		if t := r.PathValue("tag"); !slices.Contains(g.Tags, t) {
-			g.Tags = append(g.Tags, t)
-		}
-		w.WriteHeader(http.StatusCreated)
+		addTag(w, r, &g.Tags)
 	}))
 	h("DELETE /security-groups/{id}/tags/{tag}", "security-groups.tags.delete", secGroupRes.with(s, "update", func(w http.ResponseWriter, r *http.Request, _ *state, g *secGroup) {
-		i := slices.Index(g.Tags, r.PathValue("tag"))
-		if i < 0 {
-			neutronError(w, http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", r.PathValue("tag"))
-			return
-		}
-		g.Tags = slices.Delete(g.Tags, i, i+1)
-		w.WriteHeader(http.StatusNoContent)
+		deleteTag(w, r, &g.Tags)
 	}))
+}
+
+// addTag is Neutron's PUT .../tags/{tag} on any resource: 201, idempotent.
+func addTag(w http.ResponseWriter, r *http.Request, tags *[]string) {
+	if t := r.PathValue("tag"); !slices.Contains(*tags, t) {
+		*tags = append(*tags, t)
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// deleteTag is Neutron's DELETE .../tags/{tag}: 204, or 404 TagNotFound.
+func deleteTag(w http.ResponseWriter, r *http.Request, tags *[]string) {
+	i := slices.Index(*tags, r.PathValue("tag"))
+	if i < 0 {
+		neutronError(w, http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", r.PathValue("tag"))
+		return
+	}
+	*tags = slices.Delete(*tags, i, i+1)
+	w.WriteHeader(http.StatusNoContent)
 }
