@@ -1,9 +1,13 @@
 package framework
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,15 +23,49 @@ import (
 // CCM (its ClusterRoleBinding names it).
 const UpstreamCCMServiceAccount = "cloud-controller-manager"
 
+// UpstreamCCMMain is the TestMain of a package that runs the upstream CCM:
+// outside the lab (which has no route out) it has e2e/upstreamccm/build.sh
+// build it into its cache when absent, then it runs the tests as Main does.
+// Building it here rather than before `go test` lets the build overlap the
+// longer e2e packages that run beside this one.
+func UpstreamCCMMain(m *testing.M) {
+	if !InLab() {
+		dir, err := buildUpstreamCCM()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstream CCM:", err)
+			os.Exit(2)
+		}
+		// The test binary re-executed in the lab inherits it.
+		os.Setenv("STACKWARD_UPSTREAM_CCM_DIR", dir)
+	}
+	Main(m)
+}
+
+// buildUpstreamCCM runs e2e/upstreamccm/build.sh (a no-op when its cache
+// entry is complete) and returns the directory it names.
+func buildUpstreamCCM() (string, error) {
+	script := filepath.Join(RepoRoot(), "e2e", "upstreamccm", "build.sh")
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(script)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", script, err, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		os.Stderr.Write(stderr.Bytes()) // the build's own timing line
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
 // UpstreamCCMDir is where e2e/upstreamccm/build.sh put the upstream CCM and
-// its release's RBAC manifests; the Makefile passes it in
-// STACKWARD_UPSTREAM_CCM_DIR.
+// its release's RBAC manifests: STACKWARD_UPSTREAM_CCM_DIR, which
+// UpstreamCCMMain sets.
 func UpstreamCCMDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("STACKWARD_UPSTREAM_CCM_DIR")
 	if dir == "" {
-		t.Fatal("STACKWARD_UPSTREAM_CCM_DIR is not set: run the e2e tests with `make e2e` (it builds the upstream CCM first), " +
-			"or set it to $(e2e/upstreamccm/build.sh --print-dir)")
+		t.Fatal("STACKWARD_UPSTREAM_CCM_DIR is not set: the package's TestMain must be framework.UpstreamCCMMain, " +
+			"or set it to $(e2e/upstreamccm/build.sh --print-dir) after `make tools`")
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
 		t.Fatalf("the upstream CCM in %s is incomplete: run `make tools`", dir)

@@ -8,7 +8,7 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-func TestMain(m *testing.M) { framework.Main(m) }
+func TestMain(m *testing.M) { framework.UpstreamCCMMain(m) }
 
 // The upstream CCM's load balancers, floating IPs, security groups and
 // routes on stackward-cloudsim are taken over by Stackward as README's
