@@ -7,6 +7,11 @@ BIN := $(CURDIR)/bin
 # Binaries are the cmd/ directories that exist; each is a thin main.
 BINARIES := $(notdir $(wildcard cmd/*))
 E2E_TIMEOUT ?= 40m
+# e2e packages run E2E_PARALLEL at a time (each in its own network namespace),
+# longest first: `go test` starts packages in the order given, so the
+# real-cloud lane, by far the longest, runs beside the others, not after them.
+E2E_PARALLEL ?= 3
+E2E_LONGEST := ./e2e/realcloud ./e2e/loadbalancer ./e2e/soak ./e2e/kubeadm ./e2e/approver
 N ?= 5
 SOAK ?= 30m
 
@@ -14,7 +19,7 @@ FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lint bench demo fuzz soak clean help images release realcloud realcloud-down
+.PHONY: all build test unit e2e tools lab-tools lint bench demo fuzz soak clean help images release realcloud realcloud-down
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -38,15 +43,19 @@ unit: ## Unit tests (no control plane).
 	$(GO) test -count=1 ./...
 	cd hack/imagetool && $(GO) test -count=1 ./...
 
-tools: ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) into the cache.
-	@e2e/tools/build.sh >/dev/null
+tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) into the cache.
 	@e2e/upstreamccm/build.sh >/dev/null
 
-e2e: tools ## End-to-end tests on a real control plane in a private network namespace.
+# The lab's own binaries. The upstream CCM (the rest of `tools`) is built by
+# e2e/takeover's TestMain when absent, beside the longer packages.
+lab-tools:
+	@e2e/tools/build.sh >/dev/null
+
+e2e: lab-tools ## End-to-end tests on a real control plane in a private network namespace.
 	@# e2e/release builds the images inside the lab, which has no route out.
 	cd hack/imagetool && $(GO) mod download
-	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_UPSTREAM_CCM_DIR=$$(e2e/upstreamccm/build.sh --print-dir) \
-	  $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) \
+	  $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -p $(E2E_PARALLEL) $(E2E_LONGEST) ./e2e/...
 
 lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); \
@@ -57,7 +66,7 @@ lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.
 	$(GO) mod tidy -diff
 	cd hack/imagetool && $(GO) mod tidy -diff
 
-bench: tools build ## Benchmarks on the simulator and a real apiserver: JSON report in bin/bench.json.
+bench: lab-tools build ## Benchmarks on the simulator and a real apiserver: JSON report in bin/bench.json.
 	@mkdir -p $(BIN)
 	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench 'ServicesToActive|SharedLoadBalancer' -benchtime 1x ./pkg/loadbalancer/ | tee $(BIN)/bench-loadbalancer.txt
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_BENCH_REPORT=$(BIN)/bench.json \
@@ -65,13 +74,13 @@ bench: tools build ## Benchmarks on the simulator and a real apiserver: JSON rep
 	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/
 	@echo "report: $(BIN)/bench.json"
 
-soak: tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK=5m short): bin/soak.json and bin/soak.svg.
+soak: lab-tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK=5m short): bin/soak.json and bin/soak.svg.
 	@mkdir -p $(BIN)
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_SOAK=$(SOAK) STACKWARD_SOAK_REPORT=$(BIN)/soak.json \
 	  $(GO) test -count=1 -tags e2e -timeout 4h -run '^TestSoak$$' -v ./e2e/soak/
 	@echo "report: $(BIN)/soak.json, plot: $(BIN)/soak.svg"
 
-demo: tools ## The whole system on this machine: simulated cloud, control plane, N nodes (default 5); Ctrl-C stops it.
+demo: lab-tools ## The whole system on this machine: simulated cloud, control plane, N nodes (default 5); Ctrl-C stops it.
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/stackward-demo ./e2e/demo
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) $(BIN)/stackward-demo -n $(N)
