@@ -38,7 +38,7 @@ func Main(m *testing.M) { RunInLab(m.Run) }
 
 // RunInLab runs run inside the lab's network and mount namespaces (the
 // process re-executes itself there first) and exits with its status, after
-// stopping the shared control plane if one was started.
+// stopping the shared control plane and real cloud if they were started.
 func RunInLab(run func() int) {
 	if !InLab() {
 		os.Exit(reexecInNamespace())
@@ -50,6 +50,9 @@ func RunInLab(run func() int) {
 	code := run()
 	if shared != nil {
 		shared.Stop()
+	}
+	if stopRealCloud != nil {
+		stopRealCloud()
 	}
 	os.Exit(code)
 }

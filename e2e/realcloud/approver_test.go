@@ -34,13 +34,13 @@ import (
 // its address for the server after its info-cache refresh).
 func TestApproverCertifiesOnlyWhatTheCloudGaveTheNode(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		t.Run(b.cloud.Name(), func(t *testing.T) { approverAgainstCloud(t, cp, b) })
+	for _, b := range framework.Backends(t) {
+		t.Run(b.Cloud.Name(), func(t *testing.T) { approverAgainstCloud(t, cp, b) })
 	}
 }
 
-func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
-	cloud := b.cloud
+func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b framework.Backend) {
+	cloud := b.Cloud
 	forger, ok := cloud.(framework.PortForger)
 	if !ok {
 		t.Fatalf("backend %s cannot act as a project member", cloud.Name())
@@ -48,7 +48,7 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	prefix := cloud.Name() + "-approver-"
-	idxA, idxB := b.firstNode+80, b.firstNode+81
+	idxA, idxB := b.FirstNode+80, b.FirstNode+81
 	nameA, nameB := prefix+"a", prefix+"b"
 	srvA := cloud.CreateServer(t, nameA, idxA, "m1.small", "az-1")
 	cloud.CreateServer(t, nameB, idxB, "m1.small", "az-2")
@@ -58,7 +58,7 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b backend) {
 		name string
 		idx  int
 	}{{nameA, idxA}, {nameB, idxB}} {
-		deleteNodeAtEnd(t, cp, n.name)
+		cp.DeleteNodeAtEnd(t, n.name)
 		deleteCSRsAtEnd(t, cp, n.name)
 		cp.StartNode(t, framework.NodeOptions{Name: n.name, IP: framework.NodeIP(n.idx)})
 	}

@@ -25,17 +25,17 @@ import (
 // none is approved.
 func TestApproverMaliciousRequestsThatDependOnTheCloud(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		t.Run(b.cloud.Name(), func(t *testing.T) { maliciousTable(t, cp, b) })
+	for _, b := range framework.Backends(t) {
+		t.Run(b.Cloud.Name(), func(t *testing.T) { maliciousTable(t, cp, b) })
 	}
 }
 
-func maliciousTable(t *testing.T, cp *framework.ControlPlane, b backend) {
-	cloud := b.cloud
+func maliciousTable(t *testing.T, cp *framework.ControlPlane, b framework.Backend) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	prefix := cloud.Name() + "-mal-"
-	idxA, idxB, idxGone := b.firstNode+85, b.firstNode+86, b.firstNode+87
+	idxA, idxB, idxGone := b.FirstNode+85, b.FirstNode+86, b.FirstNode+87
 	ipA, ipB := framework.NodeIP(idxA), framework.NodeIP(idxB)
 	srvA := cloud.CreateServer(t, prefix+"a", idxA, "m1.small", "az-1")
 	srvB := cloud.CreateServer(t, prefix+"b", idxB, "m1.small", "az-2")
@@ -48,7 +48,7 @@ func maliciousTable(t *testing.T, cp *framework.ControlPlane, b backend) {
 	// traffic, but it is not an address the cloud gave the server.
 	api := framework.NewCloudAPI(ctx, t, cloud.CloudConf(t, ""))
 	const pairIP = "198.18.199.50"
-	portA := nodePort(ctx, t, api, ipA)
+	portA := api.NodePort(ctx, t, ipA)
 	pairs := []ports.AddressPair{{IPAddress: pairIP}}
 	if _, err := ports.Update(ctx, api.Neutron, portA.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
 		t.Fatalf("add an address pair to %s's port as a member: %v", srvA.Name, err)
@@ -116,6 +116,6 @@ func registerNode(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	if _, err := cp.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deleteNodeAtEnd(t, cp, name)
+	cp.DeleteNodeAtEnd(t, name)
 	deleteCSRsAtEnd(t, cp, name)
 }

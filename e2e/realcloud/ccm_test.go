@@ -17,10 +17,7 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-const (
-	uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
-	shutdownTaint      = "node.cloudprovider.kubernetes.io/shutdown"
-)
+const shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
 
 // TestCCMInitializesAndTracksNodes is e2e/ccm's node scenario without fault
 // injection, on both clouds: hollow kubelets join, the CCM initializes
@@ -29,13 +26,13 @@ const (
 // server's Node is deleted.
 func TestCCMInitializesAndTracksNodes(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		t.Run(b.cloud.Name(), func(t *testing.T) { ccmNodeLifecycle(t, cp, b) })
+	for _, b := range framework.Backends(t) {
+		t.Run(b.Cloud.Name(), func(t *testing.T) { ccmNodeLifecycle(t, cp, b) })
 	}
 }
 
-func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
-	cloud := b.cloud
+func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b framework.Backend) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	prefix := cloud.Name() + "-"
@@ -55,7 +52,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 	}
 	nodes := map[string]*labNode{}
 	for i, s := range specs {
-		idx := b.firstNode + i
+		idx := b.FirstNode + i
 		srv := cloud.CreateServer(t, s.name, idx, s.flavor, s.az)
 		if s.floating {
 			cloud.AttachFloatingIP(t, srv.ID)
@@ -65,7 +62,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 		if s.providerID {
 			opts.ProviderID = "openstack:///" + srv.ID
 		}
-		deleteNodeAtEnd(t, cp, s.name)
+		cp.DeleteNodeAtEnd(t, s.name)
 		nodes[s.name] = &labNode{server: srv, node: cp.StartNode(t, opts)}
 	}
 	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t), "--concurrent-node-syncs=2") // node controllers only read: reader
@@ -75,7 +72,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 			ln := nodes[s.name]
 			want := expectedAddresses(ln.server)
 			n, err := cp.WaitForNode(ctx, s.name, 3*time.Minute, func(n *corev1.Node) bool {
-				return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint) && slices.Equal(addressStrings(n.Status.Addresses), want)
+				return n.Spec.ProviderID != "" && !framework.HasTaint(n, framework.UninitializedTaint) && slices.Equal(addressStrings(n.Status.Addresses), want)
 			})
 			if err != nil {
 				t.Fatalf("%s: %v; addresses %v, want %v (from %s)", s.name, err, n.Status.Addresses, want, cloud.Name())
@@ -98,8 +95,8 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 
 	t.Run("a node whose name matches no server stays uninitialized with an Event saying why", func(t *testing.T) {
 		name := prefix + "stray"
-		deleteNodeAtEnd(t, cp, name)
-		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(b.firstNode + 9)})
+		cp.DeleteNodeAtEnd(t, name)
+		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(b.FirstNode + 9)})
 		var event *corev1.Event
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 			events, err := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + name})
@@ -124,7 +121,7 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !framework.HasTaint(n, uninitializedTaint) || n.Spec.ProviderID != "" {
+		if !framework.HasTaint(n, framework.UninitializedTaint) || n.Spec.ProviderID != "" {
 			t.Errorf("stray node was initialized: providerID %q taints %v", n.Spec.ProviderID, n.Spec.Taints)
 		}
 	})
@@ -164,13 +161,6 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b backend) {
 			}
 		}
 	})
-}
-
-// deleteNodeAtEnd deletes the Node when the test ends, after its kubelet
-// stopped (cleanups run last-in first-out): later tests on the shared
-// control plane must not see it, e.g. as a load balancer member.
-func deleteNodeAtEnd(t *testing.T, cp *framework.ControlPlane, name string) {
-	t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
 func addressStrings(addrs []corev1.NodeAddress) []string {

@@ -76,10 +76,10 @@ func (r *fidelityRun) last() framework.Exchange {
 
 // fidelityScenario drives the same scenario through pkg/openstack on the
 // cloud of b and returns what every step observed.
-func fidelityScenario(t *testing.T, b backend) []step {
+func fidelityScenario(t *testing.T, b framework.Backend) []step {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	cfg, _, err := config.Load(b.cloud.CloudConf(t, ""))
+	cfg, _, err := config.Load(b.Cloud.CloudConf(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,21 +91,21 @@ func fidelityScenario(t *testing.T, b backend) []step {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fidelityRun{t: t, ctx: ctx, cloud: b.cloud, clients: clients, octavia: octavia, rec: framework.Record(clients.Provider), n: newNamer()}
+	r := &fidelityRun{t: t, ctx: ctx, cloud: b.Cloud, clients: clients, octavia: octavia, rec: framework.Record(clients.Provider), n: newNamer()}
 	r.project = clients.ProjectID
 	r.n.add(r.project, "project-lab")
 	for id, name := range map[string]string{missingServer: "missing-server", missingPort: "missing-port", missingLB: "missing-lb", otherProject: "other-project"} {
 		r.n.add(id, name)
 	}
 
-	a := b.cloud.CreateServer(t, "fid-a", b.firstNode, "m1.small", "az-1")
-	bs := b.cloud.CreateServer(t, "fid-b", b.firstNode+1, "m1.medium", "az-2")
-	r.serverA, r.serverB, r.ipA = a.ID, bs.ID, framework.NodeIP(b.firstNode)
+	a := b.Cloud.CreateServer(t, "fid-a", b.FirstNode, "m1.small", "az-1")
+	bs := b.Cloud.CreateServer(t, "fid-b", b.FirstNode+1, "m1.medium", "az-2")
+	r.serverA, r.serverB, r.ipA = a.ID, bs.ID, framework.NodeIP(b.FirstNode)
 	r.n.add(a.ID, "server-a")
 	r.n.add(bs.ID, "server-b")
 	r.n.add(r.ipA, "ip-a")
-	r.n.add(framework.NodeIP(b.firstNode+1), "ip-b")
-	r.n.add(b.cloud.AttachFloatingIP(t, a.ID), "fip-a")
+	r.n.add(framework.NodeIP(b.FirstNode+1), "ip-b")
+	r.n.add(b.Cloud.AttachFloatingIP(t, a.ID), "fip-a")
 
 	// Ports go ACTIVE when the (lab's stand-in for) ovn-controller binds
 	// them, which Nova's fake driver does not wait for: a precondition

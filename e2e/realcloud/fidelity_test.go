@@ -25,8 +25,8 @@ func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	// A PENDING_* phase the poll can see, as on the real cloud.
 	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 2 * time.Second})
 	got := map[string][]step{}
-	for _, b := range []backend{{cloud: sim.Backend(), firstNode: 90}, {cloud: realCloud, firstNode: 190}} {
-		if !t.Run(b.cloud.Name(), func(t *testing.T) { got[b.cloud.Name()] = fidelityScenario(t, b) }) {
+	for _, b := range []framework.Backend{{Cloud: sim.Backend(), FirstNode: 90}, {Cloud: framework.SharedRealCloud(t), FirstNode: 190}} {
+		if !t.Run(b.Cloud.Name(), func(t *testing.T) { got[b.Cloud.Name()] = fidelityScenario(t, b) }) {
 			t.FailNow()
 		}
 	}

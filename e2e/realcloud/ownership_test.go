@@ -28,14 +28,14 @@ import (
 // Service's deletion.
 func TestASecondClustersResourcesAreNeverTouched(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		b.firstNode += 90
-		t.Run(b.cloud.Name(), func(t *testing.T) { secondCluster(t, cp, b) })
+	for _, b := range framework.Backends(t) {
+		b.FirstNode += 90
+		t.Run(b.Cloud.Name(), func(t *testing.T) { secondCluster(t, cp, b) })
 	}
 }
 
-func secondCluster(t *testing.T, cp *framework.ControlPlane, b backend) {
-	cloud := b.cloud
+func secondCluster(t *testing.T, cp *framework.ControlPlane, b framework.Backend) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	api := framework.NewCloudAPI(ctx, t, cloud.CloudConf(t, ""))
@@ -46,13 +46,13 @@ func secondCluster(t *testing.T, cp *framework.ControlPlane, b backend) {
 	var firstServer string
 	for i := range 2 {
 		name := fmt.Sprintf("%s-sh-%d", cloud.Name(), i)
-		kubelets[name], ips[name] = joinNode(t, cp, cloud, name, b.firstNode+i), framework.NodeIP(b.firstNode+i)
+		kubelets[name], ips[name] = cp.JoinCloudNode(t, cloud, name, b.FirstNode+i), framework.NodeIP(b.FirstNode+i)
 		if i == 0 {
-			firstServer = nodePort(ctx, t, api, ips[name]).DeviceID
+			firstServer = api.NodePort(ctx, t, ips[name]).DeviceID
 		}
 	}
 	other := framework.NewOtherCluster(ctx, t, cloud, api, framework.OtherClusterOptions{
-		RouterID: routerID, TheirNode: b.firstNode + 5, OurServerID: firstServer,
+		RouterID: routerID, TheirNode: b.FirstNode + 5, OurServerID: firstServer,
 		Service: loadbalancer.ServiceRef{Namespace: ns, Name: "web"},
 	})
 	before := other.Snapshot(ctx, t)
@@ -70,7 +70,7 @@ func secondCluster(t *testing.T, cp *framework.ControlPlane, b backend) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop() })
-	t.Cleanup(func() { deleteServices(t, cp, ns) })
+	t.Cleanup(func() { cp.DeleteServices(t, ns) })
 	podCIDRs := map[string]string{}
 	for name := range ips {
 		n, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool { return n.Spec.PodCIDR != "" })
@@ -129,13 +129,13 @@ func secondCluster(t *testing.T, cp *framework.ControlPlane, b backend) {
 				t.Errorf("our route of %s went after the restart", name)
 			}
 		}
-		deleteServices(t, cp, ns)
+		cp.DeleteServices(t, ns)
 		// Both load balancers have the same name: only theirs may be left.
 		name := loadbalancer.LoadBalancerName("lab", loadbalancer.ServiceRef{Namespace: ns, Name: "web"})
 		var ids []string
 		if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 			ids = nil
-			for _, lb := range listLBs(ctx, t, api.Octavia, name) {
+			for _, lb := range api.LoadBalancersNamed(ctx, t, name) {
 				ids = append(ids, lb.ID)
 			}
 			return slices.Equal(ids, []string{other.LoadBalancerID()}), nil

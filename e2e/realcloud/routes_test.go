@@ -23,17 +23,17 @@ import (
 // when the node goes; on the real router and real Neutron ports too.
 func TestRoutesAndAddressPairsFollowNodes(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		b.firstNode += 60
-		t.Run(b.cloud.Name(), func(t *testing.T) { routesFollowNodes(t, cp, b) })
+	for _, b := range framework.Backends(t) {
+		b.FirstNode += 60
+		t.Run(b.Cloud.Name(), func(t *testing.T) { routesFollowNodes(t, cp, b) })
 	}
 }
 
 // clusterCIDR is where the CCM allocates the nodes' pod CIDRs.
 var clusterCIDR = netip.MustParsePrefix("198.19.128.0/17")
 
-func routesFollowNodes(t *testing.T, cp *framework.ControlPlane, b backend) {
-	cloud := b.cloud
+func routesFollowNodes(t *testing.T, cp *framework.ControlPlane, b framework.Backend) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	api := framework.NewCloudAPI(ctx, t, cloud.CloudConf(t, ""))
@@ -42,14 +42,14 @@ func routesFollowNodes(t *testing.T, cp *framework.ControlPlane, b backend) {
 	kubelets := map[string]*framework.Node{}
 	for i := range 2 {
 		name := fmt.Sprintf("%s-rt-%d", cloud.Name(), i)
-		kubelets[name], ips[name] = joinNode(t, cp, cloud, name, b.firstNode+i), framework.NodeIP(b.firstNode+i)
+		kubelets[name], ips[name] = cp.JoinCloudNode(t, cloud, name, b.FirstNode+i), framework.NodeIP(b.FirstNode+i)
 	}
 	cp.StartCCM(ctx, t, cloud.CloudConf(t, "\n[Route]\nrouter-id = "+routerID+"\n"),
 		"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr="+clusterCIDR.String(), "--route-reconciliation-period=2s")
 	podCIDRs := map[string]string{}
 	for name := range ips {
 		n, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
-			return n.Spec.PodCIDR != "" && !framework.HasTaint(n, uninitializedTaint)
+			return n.Spec.PodCIDR != "" && !framework.HasTaint(n, framework.UninitializedTaint)
 		})
 		if err != nil {
 			t.Fatalf("node %s got no pod CIDR: %v", name, err)

@@ -363,16 +363,19 @@ restore_schemas() {
 }
 
 save_schemas() {
-  local dump
+  local dump tmp
   dump=$(schema_cache)
   [[ -f $dump ]] && return 0
   mkdir -p "$(dirname "$dump")"
+  # Clouds brought up side by side (e2e packages run in parallel) each
+  # write their own file; the rename makes the dump appear whole or not at all.
+  tmp=$(mktemp "$dump.XXXXXX")
   if mariadb-dump --defaults-file="$S/etc/my.cnf" --socket="$S/mysql/mysql.sock" -uroot --single-transaction \
     --databases keystone glance placement nova_api nova nova_cell0 neutron octavia 2>>"$S/log/setup.log" |
-    gzip >"$dump.tmp"; then
-    mv "$dump.tmp" "$dump"
+    gzip >"$tmp"; then
+    mv "$tmp" "$dump"
   else
-    rm -f "$dump.tmp"
+    rm -f "$tmp"
   fi
 }
 

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package realcloud
+package loadbalancers
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,8 +25,8 @@ import (
 // deleting the Service leaves no load balancer behind; on both clouds.
 func TestServiceLoadBalancerWithTheAmphoraProvider(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		t.Run(b.cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "amphora", "") })
+	for _, b := range framework.Backends(t) {
+		t.Run(b.Cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "amphora", "") })
 	}
 }
 
@@ -39,31 +37,32 @@ func TestServiceLoadBalancerWithTheAmphoraProvider(t *testing.T) {
 // Service with 501 "OVN provider does not support ROUND_ROBIN algorithm".
 func TestServiceLoadBalancerWithTheOVNProvider(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	for _, b := range backends(t) {
-		b.firstNode += 50 // apart from the amphora scenario's nodes
-		t.Run(b.cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "ovn", "") })
+	for _, b := range framework.Backends(t) {
+		b.FirstNode += 50 // apart from the amphora scenario's nodes
+		t.Run(b.Cloud.Name(), func(t *testing.T) { providerService(t, cp, b, "ovn", "") })
 	}
 }
 
 // providerService runs the scenario with lb-provider = provider and extra
 // [LoadBalancer] lines.
-func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provider, extra string) {
-	cloud := b.cloud
+func providerService(t *testing.T, cp *framework.ControlPlane, b framework.Backend, provider, extra string) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	var nodeIPs []string
 	for i := range 2 {
-		idx := b.firstNode + 20 + i
-		joinNode(t, cp, cloud, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i), idx)
+		idx := b.FirstNode + 20 + i
+		cp.JoinCloudNode(t, cloud, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i), idx)
 		nodeIPs = append(nodeIPs, framework.NodeIP(idx))
 	}
 	// No floating IP: the VIP itself is the ingress.
 	conf := cloud.CloudConf(t, "\n[LoadBalancer]\nlb-provider = "+provider+"\n"+extra)
 	cp.StartCCM(ctx, t, conf)
 	for i := range 2 {
-		waitInitialized(ctx, t, cp, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i))
+		cp.WaitInitialized(ctx, t, fmt.Sprintf("%s-%s-%d", cloud.Name(), provider, i))
 	}
-	octavia := framework.NewCloudAPI(ctx, t, conf).Octavia
+	api := framework.NewCloudAPI(ctx, t, conf)
+	octavia := api.Octavia
 
 	ns := provider + "-" + cloud.Name()
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -98,7 +97,7 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provid
 		if err != nil {
 			t.Fatalf("service got no ingress: %v", err)
 		}
-		lbs := listLBs(ctx, t, octavia, lbName)
+		lbs := api.LoadBalancersNamed(ctx, t, lbName)
 		if len(lbs) != 1 {
 			t.Fatalf("%d load balancers named %s, want 1", len(lbs), lbName)
 		}
@@ -137,7 +136,7 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b backend, provid
 			t.Fatal(err)
 		}
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-			return len(listLBs(ctx, t, octavia, lbName)) == 0, nil
+			return len(api.LoadBalancersNamed(ctx, t, lbName)) == 0, nil
 		})
 		if err != nil {
 			t.Fatalf("load balancer %s still there: %v", lbName, err)
@@ -176,17 +175,4 @@ func eventSummary(events []corev1.Event) []string {
 		out = append(out, fmt.Sprintf("%s/%s×%d", e.Type, e.Reason, e.Count))
 	}
 	return out
-}
-
-func listLBs(ctx context.Context, t *testing.T, c *gophercloud.ServiceClient, name string) []loadbalancers.LoadBalancer {
-	t.Helper()
-	pages, err := loadbalancers.List(c, loadbalancers.ListOpts{Name: name}).AllPages(ctx)
-	if err != nil {
-		t.Fatalf("list load balancers: %v", err)
-	}
-	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lbs
 }

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package realcloud
+package loadbalancers
 
 import (
 	"context"
@@ -32,9 +32,9 @@ import (
 func TestServiceLoadBalancerFeaturesOnEachProvider(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	for i, provider := range []string{"amphora", "ovn"} {
-		for _, b := range backends(t) {
-			b.firstNode += 30 + 10*i
-			t.Run(provider+"/"+b.cloud.Name(), func(t *testing.T) { lbFeatures(t, cp, b, provider) })
+		for _, b := range framework.Backends(t) {
+			b.FirstNode += 30 + 10*i
+			t.Run(provider+"/"+b.Cloud.Name(), func(t *testing.T) { lbFeatures(t, cp, b, provider) })
 		}
 	}
 }
@@ -42,8 +42,8 @@ func TestServiceLoadBalancerFeaturesOnEachProvider(t *testing.T) {
 // sourceRange is the Service's loadBalancerSourceRanges.
 const sourceRange = "192.0.2.0/24"
 
-func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider string) {
-	cloud := b.cloud
+func lbFeatures(t *testing.T, cp *framework.ControlPlane, b framework.Backend, provider string) {
+	cloud := b.Cloud
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	api := framework.NewCloudAPI(ctx, t, cloud.CloudConf(t, ""))
@@ -57,14 +57,14 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 	kubelets := map[string]*framework.Node{}
 	for i := range 2 {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		kubelets[name], ips[name] = joinNode(t, cp, cloud, name, b.firstNode+i), framework.NodeIP(b.firstNode+i)
+		kubelets[name], ips[name] = cp.JoinCloudNode(t, cloud, name, b.FirstNode+i), framework.NodeIP(b.FirstNode+i)
 	}
 	conf := cloud.CloudConf(t, fmt.Sprintf("\n[LoadBalancer]\nlb-provider = %s\nmanage-security-groups = true\nfloating-network-id = %s\n", provider, public))
 	cp.StartCCM(ctx, t, conf, "--concurrent-service-syncs=3")
 	// Registered after the CCM, so it runs while the CCM still deletes.
-	t.Cleanup(func() { deleteServices(t, cp, ns) })
+	t.Cleanup(func() { cp.DeleteServices(t, ns) })
 	for name := range ips {
-		waitInitialized(ctx, t, cp, name)
+		cp.WaitInitialized(ctx, t, name)
 	}
 
 	// A floating IP the user allocated and names as the Service's address.
@@ -153,7 +153,7 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 				}
 			}
 			for _, ip := range ips {
-				if !slices.Contains(nodePort(ctx, t, api, ip).SecurityGroups, g.ID) {
+				if !slices.Contains(api.NodePort(ctx, t, ip).SecurityGroups, g.ID) {
 					return false, nil
 				}
 			}
@@ -222,8 +222,8 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 
 	t.Run("members follow nodes joining and leaving", func(t *testing.T) {
 		name := fmt.Sprintf("%s%d", prefix, 2)
-		kubelets[name], ips[name] = joinNode(t, cp, cloud, name, b.firstNode+2), framework.NodeIP(b.firstNode+2)
-		waitInitialized(ctx, t, cp, name)
+		kubelets[name], ips[name] = cp.JoinCloudNode(t, cloud, name, b.FirstNode+2), framework.NodeIP(b.FirstNode+2)
+		cp.WaitInitialized(ctx, t, name)
 		np := webSvc.Spec.Ports[0].NodePort
 		api.WaitState(ctx, t, 5*time.Minute, "the new node a member", func(st *framework.OctaviaState) bool {
 			return slices.Equal(st.LBs[lbName("web")].Listeners["TCP/443"].Members, memberList(ips, np))
@@ -263,7 +263,7 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 	}
 
 	t.Run("deleting the Services leaves nothing in the cloud but the floating IPs kept on purpose", func(t *testing.T) {
-		deleteServices(t, cp, ns)
+		cp.DeleteServices(t, ns)
 		api.WaitState(ctx, t, 5*time.Minute, "no load balancer of the Services", func(st *framework.OctaviaState) bool {
 			for _, s := range []string{"web", "kept", "named", "shared", "timeouts"} {
 				if _, ok := st.LBs[lbName(s)]; ok {
@@ -293,7 +293,7 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b backend, provider st
 		// The nodes' server ports are new; anything else new is left over.
 		var left []string
 		for _, p := range after.ports {
-			serverPort := slices.ContainsFunc([]int{0, 1, 2}, func(i int) bool { return strings.HasSuffix(p, " "+framework.NodeIP(b.firstNode+i)) })
+			serverPort := slices.ContainsFunc([]int{0, 1, 2}, func(i int) bool { return strings.HasSuffix(p, " "+framework.NodeIP(b.FirstNode+i)) })
 			if !slices.Contains(before.ports, p) && !serverPort && !labNoopVIPPort(cloud, provider, p) {
 				left = append(left, p)
 			}
@@ -392,15 +392,6 @@ func findGroup(ctx context.Context, t *testing.T, api *framework.CloudAPI, name 
 	return gs[0], true
 }
 
-func nodePort(ctx context.Context, t *testing.T, api *framework.CloudAPI, ip string) ports.Port {
-	t.Helper()
-	ps, err := api.Ports(ctx, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{IPAddress: ip}}})
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("port of %s: %v %v", ip, ps, err)
-	}
-	return ps[0]
-}
-
 // updateService applies change to the Service, retrying on conflicts (the
 // service controller writes its status and finalizer).
 func updateService(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ns, name string, change func(*corev1.Service)) *corev1.Service {
@@ -444,48 +435,4 @@ func waitWarning(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		t.Fatalf("no %s Warning on %s/%s: %s", reason, ns, name, cp.EventsOf(ctx, ns, name))
 	}
 	return msg
-}
-
-// deleteServices deletes every Service in ns and waits until the CCM has
-// removed their finalizers (their load balancers are gone then).
-func deleteServices(t *testing.T, cp *framework.ControlPlane, ns string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Errorf("list Services in %s: %v", ns, err)
-		return
-	}
-	for _, s := range list.Items {
-		if err := cp.Admin.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete Service %s/%s: %v", ns, s.Name, err)
-		}
-	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, nil
-	})
-	if err != nil {
-		t.Errorf("Services in %s kept their finalizers: %v", ns, err)
-	}
-}
-
-// joinNode boots a server with NodeIP(idx) and starts its hollow kubelet;
-// the Node is deleted when the test ends.
-func joinNode(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, name string, idx int) *framework.Node {
-	t.Helper()
-	cloud.CreateServer(t, name, idx, "m1.small", "az-1")
-	deleteNodeAtEnd(t, cp, name)
-	return cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(idx)})
-}
-
-// waitInitialized waits until the CCM has initialized the Node.
-func waitInitialized(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name string) {
-	t.Helper()
-	if _, err := cp.WaitForNode(ctx, name, 3*time.Minute, func(n *corev1.Node) bool {
-		return n.Spec.ProviderID != "" && !framework.HasTaint(n, uninitializedTaint)
-	}); err != nil {
-		t.Fatalf("node %s not initialized: %v", name, err)
-	}
 }
