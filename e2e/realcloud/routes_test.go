@@ -91,14 +91,17 @@ func routesFollowNodes(t *testing.T, cp *framework.ControlPlane, b framework.Bac
 			if got := api.AddressPairs(ctx, t, ips[name]); !slices.Equal(got, []string{cidr}) {
 				t.Errorf("port of %s allows %v, want [%s]", name, got, cidr)
 			}
-			n, err := cp.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeNetworkUnavailable && c.Status != corev1.ConditionFalse {
-					t.Errorf("%s NetworkUnavailable=%s", name, c.Status)
+			// The route controller marks the Nodes once all its creates
+			// returned, which on the real cloud is after Neutron shows them.
+			if _, err := cp.WaitForNode(ctx, name, time.Minute, func(n *corev1.Node) bool {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeNetworkUnavailable {
+						return c.Status == corev1.ConditionFalse
+					}
 				}
+				return false
+			}); err != nil {
+				t.Errorf("%s never had NetworkUnavailable=False: %v", name, err)
 			}
 		}
 	})
