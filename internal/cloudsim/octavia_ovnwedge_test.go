@@ -65,11 +65,18 @@ func TestOVNListenerBesideAMonitor(t *testing.T) {
 			}
 			time.Sleep(20 * delay) // many times what any change takes
 			got, err := loadbalancers.Get(ctx, env.lb, lb.ID).Extract()
-			if err != nil || got.ProvisioningStatus != "PENDING_UPDATE" {
-				t.Fatalf("load balancer: %v (err %v), want PENDING_UPDATE for good", got.ProvisioningStatus, err)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if gl, err := listeners.Get(ctx, env.lb, l.ID).Extract(); err != nil || gl.ProvisioningStatus != "PENDING_CREATE" {
-				t.Errorf("listener: %v (err %v), want PENDING_CREATE for good", gl.ProvisioningStatus, err)
+			if got.ProvisioningStatus != "PENDING_UPDATE" {
+				t.Fatalf("load balancer is %s, want PENDING_UPDATE for good", got.ProvisioningStatus)
+			}
+			gl, err := listeners.Get(ctx, env.lb, l.ID).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gl.ProvisioningStatus != "PENDING_CREATE" {
+				t.Errorf("listener is %s, want PENDING_CREATE for good", gl.ProvisioningStatus)
 			}
 			err = loadbalancers.Delete(ctx, env.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 			if !gophercloud.ResponseCodeIs(err, 409) {
