@@ -348,7 +348,7 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, explainTLSRefusal(err, spec))
 	}
 	if monitorGuarded(steps) {
-		return 0, m.monitorsRemoved(lb, steps[0], len(steps)-1)
+		return 0, m.monitorsRemoved(ctx, lb, steps[0], len(steps)-1)
 	}
 	return len(steps) - 1, nil
 }

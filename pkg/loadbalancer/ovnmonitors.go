@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"k8s.io/klog/v2"
 )
 
 // ovn-octavia-provider 3.0.0 (Zed) fails a listener create on a load
@@ -154,7 +156,9 @@ func (m *Manager) restoreSteps(lbID string, tree *Tree) []step {
 // monitorsRemoved is the in-progress answer of a sync that removed a
 // monitor for a listener create; the service controller shows it as a
 // Normal Event with reason ReasonRecreatingMonitors.
-func (m *Manager) monitorsRemoved(lb *LoadBalancer, s step, queued int) error {
+func (m *Manager) monitorsRemoved(ctx context.Context, lb *LoadBalancer, s step, queued int) error {
+	klog.FromContext(ctx).Info("Removed a health monitor before a listener create: the OVN provider wedges the load balancer otherwise; it is re-created after the listener",
+		"loadBalancer", lb.Name, "id", lb.ID, "step", s.What, "protocol", s.clears, "queued", queued)
 	return notReady(m.requeue(), ReasonRecreatingMonitors,
 		"load balancer %s (%s): %s; it is re-created after the listener: Octavia's OVN provider (ovn-octavia-provider 3.0.0) leaves a load balancer PENDING_UPDATE for good when a listener is created beside a health monitor of its protocol; %d more changes queued",
 		lb.Name, lb.ID, s.What, queued)

@@ -177,7 +177,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 			return nil, err
 		}
 		if monitorGuarded(steps) {
-			return nil, m.monitorsRemoved(lb, steps[0], len(steps)-1)
+			return nil, m.monitorsRemoved(ctx, lb, steps[0], len(steps)-1)
 		}
 		return nil, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
