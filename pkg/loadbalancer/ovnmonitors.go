@@ -82,11 +82,10 @@ func monitorGuarded(steps []step) bool {
 // part of the load balancer (ownPart: its listeners, and every pool of the
 // load balancer). Other providers' plans are returned as they are.
 func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) []step {
-	tree := own
 	if !isOVN(provider) {
 		return steps
 	}
-	steps = append(steps, m.restoreSteps(lbID, tree)...)
+	steps = append(steps, m.restoreSteps(lbID, own)...)
 	creating := map[string]bool{}
 	for _, s := range steps {
 		if s.listener != "" {
@@ -101,8 +100,8 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 		mine[l.DefaultPoolID] = true
 	}
 	var out, last []step
-	for _, id := range slices.Sorted(maps.Keys(tree.Pools)) {
-		p := tree.Pools[id]
+	for _, id := range slices.Sorted(maps.Keys(own.Pools)) {
+		p := own.Pools[id]
 		if p.Monitor == nil || !creating[p.Protocol] {
 			continue
 		}
