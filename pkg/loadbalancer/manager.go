@@ -335,7 +335,10 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 	if tree, err = ownPart(lb, tree, spec); err != nil {
 		return 0, err
 	}
-	steps := m.guardMonitors(lb.ID, spec.Provider, tree, plan(lb.ID, tree, spec))
+	steps, err := m.guardMonitors(lb.ID, spec.Provider, tree, plan(lb.ID, tree, spec))
+	if err != nil {
+		return 0, fmt.Errorf("load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
 	if len(steps) == 0 {
 		return 0, nil
 	}

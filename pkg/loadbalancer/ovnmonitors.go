@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -81,9 +82,9 @@ func monitorGuarded(steps []step) bool {
 // provider around the OVN provider's bug (see above): own is the Service's
 // part of the load balancer (ownPart: its listeners, and every pool of the
 // load balancer). Other providers' plans are returned as they are.
-func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) []step {
+func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) ([]step, error) {
 	if !isOVN(provider) {
-		return steps
+		return steps, nil
 	}
 	steps = append(steps, m.restoreSteps(lbID, own)...)
 	creating := map[string]bool{}
@@ -93,7 +94,7 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 		}
 	}
 	if len(creating) == 0 {
-		return steps
+		return steps, nil
 	}
 	mine := map[string]bool{}
 	for _, l := range own.Listeners {
@@ -106,6 +107,12 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 			continue
 		}
 		mon, foreign := *p.Monitor, !mine[id]
+		if first := firstPool(own, p.Protocol); first != id {
+			return nil, fmt.Errorf("%w: a %s listener cannot be created beside health monitor %s (%s) of pool %s, and that monitor cannot be deleted either: "+
+				"the provider then reports pool %s ACTIVE instead of %s, which stays PENDING_UPDATE for good; nothing was changed. "+
+				"Create the Service with all its ports at once (a new load balancer), or give the new port a load balancer of its own",
+				ErrOVNMonitorWedge, p.Protocol, mon.Name, mon.ID, id, first, id)
+		}
 		out = append(out, step{What: fmt.Sprintf("delete health monitor %s (%s) of pool %s before a %s listener is created", mon.Name, mon.ID, id, p.Protocol),
 			do: func(ctx context.Context, o Octavia) error {
 				if foreign {
@@ -124,7 +131,27 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 		}
 		out = append(out, s)
 	}
-	return append(out, last...)
+	return append(out, last...), nil
+}
+
+// ErrOVNMonitorWedge: a listener create is refused because neither it nor
+// removing the monitors in its way can be done on the OVN provider without
+// wedging part of the load balancer.
+var ErrOVNMonitorWedge = errors.New("Octavia's OVN provider (ovn-octavia-provider 3.0.0) would wedge the load balancer")
+
+// firstPool is the pool of protocol the OVN provider reports ACTIVE after
+// any monitor delete on that protocol: its hm_delete takes the first
+// "pool_<id>" key of the protocol's OVN load balancer, in key order,
+// whatever the monitor's pool (seen on the real services: a monitor
+// delete on another pool left that pool PENDING_UPDATE for good).
+func firstPool(tree *Tree, protocol string) string {
+	first := ""
+	for id, p := range tree.Pools {
+		if p.Protocol == protocol && (first == "" || id < first) {
+			first = id
+		}
+	}
+	return first
 }
 
 // restoreSteps re-create the monitors of other Services this process

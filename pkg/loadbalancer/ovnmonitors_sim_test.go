@@ -181,3 +181,37 @@ func TestOVNListenerAddedBesideAHealthMonitor(t *testing.T) {
 		})
 	}
 }
+
+// Two TCP pools with monitors: whichever monitor is not on the first pool
+// (by ID) cannot be deleted without wedging its pool (the provider's
+// hm_delete reports the first pool ACTIVE), so a TCP listener cannot be
+// added at all: refused, with nothing changed.
+func TestOVNListenerRefusedWhenAMonitorCannotBeRemoved(t *testing.T) {
+	env := newSimEnv(t, 20*time.Millisecond)
+	env.m.Requeue = 20 * time.Millisecond
+	env.m.Config.LBProvider = loadbalancer.ProviderOVN
+	web := simService("web", 80, 30080, map[string]string{loadbalancer.AnnotationHealthMonitor: "true"})
+	web.Spec.Ports = append(web.Spec.Ports, corev1.ServicePort{Name: "alt", Protocol: corev1.ProtocolTCP, Port: 81, NodePort: 30081})
+	syncUntilDone(t, env.m, web, 0)
+	time.Sleep(100 * time.Millisecond) // the last monitor create settles
+	env.sim.ResetCalls()
+	web.Spec.Ports = append(web.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+	_, err := env.m.Ensure(context.Background(), "lab", web, simNodes("10.0.0.11", "10.0.0.12"))
+	if !errors.Is(err, loadbalancer.ErrOVNMonitorWedge) {
+		t.Fatalf("Ensure = %v, want a refusal (ErrOVNMonitorWedge)", err)
+	}
+	var re *api.RetryError
+	if errors.As(err, &re) {
+		t.Errorf("the refusal is a RetryError (a Normal Event): %v", err)
+	}
+	for _, want := range []string{"PENDING_UPDATE for good", "nothing was changed", "all its ports at once"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the Event's message %q does not say %q", err, want)
+		}
+	}
+	for op, n := range env.sim.Calls() {
+		if strings.HasSuffix(op, ".create") || strings.HasSuffix(op, ".delete") || strings.HasSuffix(op, ".update") || strings.HasSuffix(op, "batch_update") {
+			t.Errorf("a refused change made %d %s calls", n, op)
+		}
+	}
+}

@@ -40,7 +40,11 @@ func TestMonitorsGoBeforeAListenerCreateOnOVN(t *testing.T) {
 			spec := Spec{Provider: tc.provider, Listeners: append(slices.Clone(have), tc.add)}
 			m := &Manager{}
 			var got []string
-			for _, s := range m.guardMonitors("lb", tc.provider, tree, plan("lb", tree, spec)) {
+			steps, err := m.guardMonitors("lb", tc.provider, tree, plan("lb", tree, spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range steps {
 				got = append(got, s.What)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -53,7 +57,11 @@ func TestMonitorsGoBeforeAListenerCreateOnOVN(t *testing.T) {
 		bare := &Tree{Listeners: tree.Listeners, Pools: map[string]*Pool{"p80": {ID: "p80", Protocol: "TCP"}, "p53": tree.Pools["p53"]}}
 		spec := Spec{Provider: ProviderOVN, Listeners: append(slices.Clone(have), listener("TCP", 443))}
 		var got []string
-		for _, s := range (&Manager{}).guardMonitors("lb", ProviderOVN, bare, plan("lb", bare, spec)) {
+		steps, err := (&Manager{}).guardMonitors("lb", ProviderOVN, bare, plan("lb", bare, spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
 			got = append(got, s.What)
 		}
 		want := []string{"create listener TCP/443", "create pool of listener TCP/443", "create monitor of listener TCP/80", "create monitor of listener TCP/443"}
