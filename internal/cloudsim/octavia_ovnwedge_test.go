@@ -85,3 +85,66 @@ func TestOVNListenerBesideAMonitor(t *testing.T) {
 		})
 	}
 }
+
+// Deleting an OVN-provider monitor reports the first pool (by ID) of its
+// protocol ACTIVE, not the monitor's: any other pool stays PENDING_UPDATE
+// for good, as with ovn-octavia-provider 3.0.0 on the real services.
+func TestOVNMonitorDeleteStrandsAPoolThatIsNotTheFirst(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	env := newLBEnv(t, Options{OctaviaDelay: delay})
+	ctx := ctxT(t)
+	opts := fullLBOpts(env.subnetID, "10.0.0.11")
+	opts.Provider = "ovn"
+	opts.Listeners[0].DefaultPool.LBMethod = pools.LBMethodSourceIpPort
+	opts.Listeners[0].DefaultPool.Monitor = nil
+	lb, err := loadbalancers.Create(ctx, env.lb, opts).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLB(t, env.lb, lb.ID, "ACTIVE")
+	l, err := listeners.Create(ctx, env.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 81}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLB(t, env.lb, lb.ID, "ACTIVE")
+	if _, err := pools.Create(ctx, env.lb, pools.CreateOpts{ListenerID: l.ID, Protocol: pools.ProtocolTCP, LBMethod: pools.LBMethodSourceIpPort}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	full := waitLB(t, env.lb, lb.ID, "ACTIVE")
+	var ids []string
+	hms := map[string]string{}
+	for _, p := range full.Pools {
+		ids = append(ids, p.ID)
+		hm, err := monitors.Create(ctx, env.lb, monitors.CreateOpts{PoolID: p.ID, Type: monitors.TypeTCP, Delay: 5, Timeout: 3, MaxRetries: 2}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hms[p.ID] = hm.ID
+		waitLB(t, env.lb, lb.ID, "ACTIVE")
+	}
+	if len(ids) != 2 {
+		t.Fatalf("pools %v", ids)
+	}
+	first, other := min(ids[0], ids[1]), max(ids[0], ids[1])
+	for _, tc := range []struct {
+		name, pool, want string
+	}{
+		{"the monitor of the pool that is not the first: its pool stays PENDING_UPDATE", other, "PENDING_UPDATE"},
+		{"the monitor of the first pool: its pool goes ACTIVE", first, "ACTIVE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := monitors.Delete(ctx, env.lb, hms[tc.pool]).ExtractErr(); err != nil {
+				t.Fatal(err)
+			}
+			waitLB(t, env.lb, lb.ID, "ACTIVE")
+			time.Sleep(10 * delay)
+			p, err := pools.Get(ctx, env.lb, tc.pool).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.ProvisioningStatus != tc.want {
+				t.Errorf("pool is %s, want %s", p.ProvisioningStatus, tc.want)
+			}
+		})
+	}
+}

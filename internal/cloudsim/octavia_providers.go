@@ -208,3 +208,20 @@ func ovnListenerWedges(st *state, lb *lbObj, protocol string) bool {
 	}
 	return false
 }
+
+// ovnMonitorDeleteStrands says whether deleting the monitor of pool p
+// leaves p PENDING_UPDATE for good, as ovn-octavia-provider 3.0.0 does
+// (seen on the real services): its hm_delete reports ACTIVE the first
+// pool, in key order ("pool_<id>"), of the OVN row of p's protocol, not
+// p. The load balancer goes ACTIVE; p stays immutable.
+func ovnMonitorDeleteStrands(st *state, lb *lbObj, p *poolObj) bool {
+	if lb.Provider != providerOVN {
+		return false
+	}
+	for _, q := range st.lb.pools.all() {
+		if q.LBID == lb.ID && q.Protocol == p.Protocol && q.ID < p.ID && q.Prov != provPendingDelete {
+			return true
+		}
+	}
+	return false
+}

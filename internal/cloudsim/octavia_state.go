@@ -28,6 +28,9 @@ type lbStatus struct {
 	Tags                                   []string
 	Created                                time.Time
 	Updated                                *time.Time
+	// stuck: the provider never reports this object back (an OVN monitor
+	// delete on another pool, octavia_providers.go): PENDING_* for good.
+	stuck bool
 }
 
 func (o *lbStatus) pending() bool { return strings.HasPrefix(o.Prov, "PENDING_") }
@@ -206,7 +209,7 @@ func (s *Sim) finish(lbID string, fail bool) {
 		}
 	}
 	for _, x := range o.statuses(lbID) {
-		if x.pending() {
+		if x.pending() && !x.stuck {
 			x.Prov = final
 		}
 	}
