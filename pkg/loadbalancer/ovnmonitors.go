@@ -86,6 +86,15 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 	if !isOVN(provider) {
 		return steps, nil
 	}
+	for _, s := range steps {
+		if p := own.Pools[s.unmonitors]; p != nil && p.Monitor != nil {
+			if first := firstPool(own, p.Protocol); first != p.ID {
+				return nil, fmt.Errorf("%w: health monitor %s (%s) of pool %s cannot be deleted: the provider then reports pool %s ACTIVE instead of %s, which stays PENDING_UPDATE for good; nothing was changed. "+
+					"Keep the monitor, or create the Service again without it (a new load balancer)",
+					ErrOVNMonitorWedge, p.Monitor.Name, p.Monitor.ID, p.ID, first, p.ID)
+			}
+		}
+	}
 	steps = append(steps, m.restoreSteps(lbID, own)...)
 	creating := map[string]bool{}
 	for _, s := range steps {

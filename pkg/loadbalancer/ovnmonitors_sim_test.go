@@ -184,9 +184,25 @@ func TestOVNListenerAddedBesideAHealthMonitor(t *testing.T) {
 
 // Two TCP pools with monitors: whichever monitor is not on the first pool
 // (by ID) cannot be deleted without wedging its pool (the provider's
-// hm_delete reports the first pool ACTIVE), so a TCP listener cannot be
-// added at all: refused, with nothing changed.
-func TestOVNListenerRefusedWhenAMonitorCannotBeRemoved(t *testing.T) {
+// hm_delete reports the first pool ACTIVE), so neither a TCP listener can
+// be added nor the monitors turned off: refused, with nothing changed.
+func TestOVNChangeRefusedWhenAMonitorCannotBeRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Service)
+		want   string
+	}{
+		{"a TCP port added", func(s *corev1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+		}, "all its ports at once"},
+		{"the health monitors turned off", func(s *corev1.Service) { s.Annotations[loadbalancer.AnnotationHealthMonitor] = "false" },
+			"Keep the monitor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { refusedOnOVN(t, tc.change, tc.want) })
+	}
+}
+
+func refusedOnOVN(t *testing.T, change func(*corev1.Service), advice string) {
 	env := newSimEnv(t, 20*time.Millisecond)
 	env.m.Requeue = 20 * time.Millisecond
 	env.m.Config.LBProvider = loadbalancer.ProviderOVN
@@ -195,7 +211,7 @@ func TestOVNListenerRefusedWhenAMonitorCannotBeRemoved(t *testing.T) {
 	syncUntilDone(t, env.m, web, 0)
 	time.Sleep(100 * time.Millisecond) // the last monitor create settles
 	env.sim.ResetCalls()
-	web.Spec.Ports = append(web.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+	change(web)
 	_, err := env.m.Ensure(context.Background(), "lab", web, simNodes("10.0.0.11", "10.0.0.12"))
 	if !errors.Is(err, loadbalancer.ErrOVNMonitorWedge) {
 		t.Fatalf("Ensure = %v, want a refusal (ErrOVNMonitorWedge)", err)
@@ -204,7 +220,7 @@ func TestOVNListenerRefusedWhenAMonitorCannotBeRemoved(t *testing.T) {
 	if errors.As(err, &re) {
 		t.Errorf("the refusal is a RetryError (a Normal Event): %v", err)
 	}
-	for _, want := range []string{"PENDING_UPDATE for good", "nothing was changed", "all its ports at once"} {
+	for _, want := range []string{"PENDING_UPDATE for good", "nothing was changed", advice} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the Event's message %q does not say %q", err, want)
 		}

@@ -26,6 +26,9 @@ type step struct {
 	// clears is the protocol of the listener create a monitor delete
 	// makes way for (ovnmonitors.go).
 	clears string
+	// unmonitors is the pool whose monitor the step deletes, for a monitor
+	// the Service no longer wants (or wants of another type).
+	unmonitors string
 }
 
 func (s step) String() string { return s.What }
@@ -119,12 +122,12 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string)
 	case m != nil && want.Monitor == nil:
 		steps = append(steps, step{What: "delete monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.DeleteMonitor(ctx, m.ID)
-		}})
+		}, unmonitors: cur.ID})
 	case m != nil && m.Type != want.Monitor.Type:
 		steps = append(steps,
 			step{What: "delete monitor of listener " + key + " (type " + m.Type + ")", do: func(ctx context.Context, o Octavia) error {
 				return o.DeleteMonitor(ctx, m.ID)
-			}},
+			}, unmonitors: cur.ID},
 			step{What: "create monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
 			}, monitor: cur.Protocol})
