@@ -25,7 +25,7 @@ func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	// A PENDING_* phase the poll can see, as on the real cloud.
 	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 2 * time.Second})
 	got := map[string][]step{}
-	for _, b := range []backend{{cloud: sim.Backend(), firstNode: 90}, {cloud: realCloud, firstNode: 190}} {
+	for _, b := range []backend{{cloud: sim.Backend(), firstNode: 90}, {cloud: sharedRealCloud(t), firstNode: 190}} {
 		if !t.Run(b.cloud.Name(), func(t *testing.T) { got[b.cloud.Name()] = fidelityScenario(t, b) }) {
 			t.FailNow()
 		}
