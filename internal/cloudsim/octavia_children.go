@@ -167,10 +167,14 @@ func (s *Sim) newPool(lb *lbObj, listenerID string, b poolReq) (*poolObj, error)
 		}
 	}
 	if b.Monitor != nil {
-		if _, err := s.newMonitor(p, *b.Monitor); err != nil {
+		m, err := s.newMonitor(p, *b.Monitor)
+		if err != nil {
 			s.removePool(p)
 			return nil, err
 		}
+		// Only a single-call create nests a monitor, and the OVN driver's
+		// loadbalancer_create never reads it (octavia_providers.go).
+		m.notInProvider = lb.Provider == providerOVN
 	}
 	return p, nil
 }
@@ -360,7 +364,11 @@ func (s *Sim) createListener() http.HandlerFunc {
 		if b.DefaultPool != nil {
 			return nil, nestedChildren()
 		}
-		return s.newListener(lb, *b)
+		l, err := s.newListener(lb, *b)
+		if err == nil && ovnListenerWedges(s.state, lb, l.Protocol) {
+			lb.wedged = true
+		}
+		return l, err
 	})
 }
 

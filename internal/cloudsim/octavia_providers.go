@@ -184,3 +184,44 @@ func checkMonitorProvider(provider, typ string) error {
 	}
 	return unsupported(provider, "OVN provider does not support %s health monitor type. Supported types: %s", typ, strings.Join(ovnMonitorTypes, ", "))
 }
+
+// ovnListenerWedges says whether a listener create of protocol leaves an
+// OVN-provider load balancer PENDING_UPDATE for good, as
+// ovn-octavia-provider 3.0.0 does (seen on the real services): its
+// listener_create looks the health check of the OVN row of the listener's
+// protocol up by the wrong key, raises RowNotFound after writing the
+// listener, and never reports a status. A monitor on a pool of another
+// protocol is on another OVN row and does no harm, and so is one nested in
+// the single-call create, which the driver never read; pool, member and
+// monitor creates are not affected.
+func ovnListenerWedges(st *state, lb *lbObj, protocol string) bool {
+	if lb.Provider != providerOVN {
+		return false
+	}
+	for _, p := range st.lb.pools.all() {
+		if p.LBID != lb.ID || p.Protocol != protocol {
+			continue
+		}
+		if m, ok := st.lb.monitors.get(p.MonitorID); ok && !m.notInProvider {
+			return true
+		}
+	}
+	return false
+}
+
+// ovnMonitorDeleteStrands says whether deleting the monitor of pool p
+// leaves p PENDING_UPDATE for good, as ovn-octavia-provider 3.0.0 does
+// (seen on the real services): its hm_delete reports ACTIVE the first
+// pool, in key order ("pool_<id>"), of the OVN row of p's protocol, not
+// p. The load balancer goes ACTIVE; p stays immutable.
+func ovnMonitorDeleteStrands(st *state, lb *lbObj, p *poolObj) bool {
+	if lb.Provider != providerOVN {
+		return false
+	}
+	for _, q := range st.lb.pools.all() {
+		if q.LBID == lb.ID && q.Protocol == p.Protocol && q.ID < p.ID && q.Prov != provPendingDelete {
+			return true
+		}
+	}
+	return false
+}

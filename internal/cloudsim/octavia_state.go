@@ -28,6 +28,9 @@ type lbStatus struct {
 	Tags                                   []string
 	Created                                time.Time
 	Updated                                *time.Time
+	// stuck: the provider never reports this object back (an OVN monitor
+	// delete on another pool, octavia_providers.go): PENDING_* for good.
+	stuck bool
 }
 
 func (o *lbStatus) pending() bool { return strings.HasPrefix(o.Prov, "PENDING_") }
@@ -46,7 +49,10 @@ type lbObj struct {
 	Provider, FlavorID, AZ                           string
 	// ownPort: Octavia made the VIP port (and deletes it with the load
 	// balancer); a vip_port_id the user gave stays theirs.
-	ownPort        bool
+	ownPort bool
+	// wedged: the provider never reported the last change (a listener
+	// created beside a monitor, octavia_providers.go): PENDING_* for good.
+	wedged         bool
 	AdditionalVIPs []additionalVIP
 }
 
@@ -80,6 +86,9 @@ type monitorObj struct {
 	PoolID, Type, HTTPMethod, URLPath, ExpectedCodes, DomainName string
 	HTTPVersion                                                  *float64
 	Delay, Timeout, MaxRetries, MaxRetriesDown                   int
+	// notInProvider: stored by Octavia but never handed to the provider
+	// (nested in an OVN single-call create).
+	notInProvider bool
 }
 
 type octaviaState struct {
@@ -159,7 +168,7 @@ func (s *Sim) finish(lbID string, fail bool) {
 	}
 	o := st.lb
 	lb, ok := o.lbs.get(lbID)
-	if !ok || !lb.pending() {
+	if !ok || !lb.pending() || lb.wedged {
 		return
 	}
 	if lb.Prov == provPendingDelete {
@@ -200,7 +209,7 @@ func (s *Sim) finish(lbID string, fail bool) {
 		}
 	}
 	for _, x := range o.statuses(lbID) {
-		if x.pending() {
+		if x.pending() && !x.stuck {
 			x.Prov = final
 		}
 	}

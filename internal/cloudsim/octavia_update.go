@@ -161,6 +161,10 @@ func (s *Sim) deleteChild(kind string) http.HandlerFunc {
 			return
 		}
 		st.mark(provPendingDelete)
+		if kind == "healthmonitor" {
+			p := s.state.lb.pools.byID[s.state.lb.monitors.byID[st.ID].PoolID]
+			p.stuck = ovnMonitorDeleteStrands(s.state, lb, p)
+		}
 		if kind == "pool" {
 			o := s.state.lb
 			for _, m := range o.members.all() {

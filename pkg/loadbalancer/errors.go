@@ -63,7 +63,7 @@ func ProgressReason(msg string) string {
 		return ""
 	}
 	switch reason {
-	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting:
+	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors:
 		return reason
 	}
 	return ""

@@ -50,6 +50,9 @@ type Manager struct {
 	subnetCIDRs                 map[string]string
 	// tagLocks serialize each load balancer's tag changes (shared.go).
 	tagLocks map[string]*sync.Mutex
+	// removed are other Services' monitors removed for a listener create
+	// on the OVN provider, to be re-created (ovnmonitors.go).
+	removed removedMonitors
 }
 
 func (m *Manager) requeue() time.Duration {
@@ -332,7 +335,10 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 	if tree, err = ownPart(lb, tree, spec); err != nil {
 		return 0, err
 	}
-	steps := plan(lb.ID, tree, spec)
+	steps, err := m.guardMonitors(lb.ID, spec.Provider, tree, plan(lb.ID, tree, spec))
+	if err != nil {
+		return 0, fmt.Errorf("load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
 	if len(steps) == 0 {
 		return 0, nil
 	}
@@ -343,6 +349,9 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, e
 			return 0, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
 		}
 		return 0, fmt.Errorf("load balancer %s: %s: %w", lb.Name, steps[0].What, explainTLSRefusal(err, spec))
+	}
+	if monitorGuarded(steps) {
+		return 0, m.monitorsRemoved(ctx, lb, steps[0], len(steps)-1)
 	}
 	return len(steps) - 1, nil
 }

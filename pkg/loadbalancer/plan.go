@@ -19,6 +19,16 @@ type step struct {
 	// compare plans by it.
 	What string
 	do   func(ctx context.Context, o Octavia) error
+	// listener is the protocol of the listener the step creates, monitor
+	// the protocol of the pool it gives a health monitor ("" for other
+	// steps): ovnmonitors.go orders these around a provider bug.
+	listener, monitor string
+	// clears is the protocol of the listener create a monitor delete
+	// makes way for (ovnmonitors.go).
+	clears string
+	// unmonitors is the pool whose monitor the step deletes, for a monitor
+	// the Service no longer wants (or wants of another type).
+	unmonitors string
 }
 
 func (s step) String() string { return s.What }
@@ -47,11 +57,11 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 			continue
 		}
 		if l.DefaultPoolID != "" {
-			steps = append(steps, step{"delete pool of listener " + keyOf(l.Protocol, l.Port), func(ctx context.Context, o Octavia) error {
+			steps = append(steps, step{What: "delete pool of listener " + keyOf(l.Protocol, l.Port), do: func(ctx context.Context, o Octavia) error {
 				return o.DeletePool(ctx, l.DefaultPoolID)
 			}})
 		}
-		steps = append(steps, step{"delete listener " + keyOf(l.Protocol, l.Port), func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: "delete listener " + keyOf(l.Protocol, l.Port), do: func(ctx context.Context, o Octavia) error {
 			return o.DeleteListener(ctx, l.ID)
 		}})
 	}
@@ -59,14 +69,14 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 		key := keyOf(l.Protocol, l.Port)
 		cur, ok := have[listenerKey{l.Protocol, l.Port}]
 		if !ok {
-			steps = append(steps, step{"create listener " + key, func(ctx context.Context, o Octavia) error {
+			steps = append(steps, step{What: "create listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.CreateListener(ctx, lbID, newListener(spec.Provider, l))
-			}})
+			}, listener: l.Protocol})
 			steps = append(steps, followUps(spec.Provider, key, l.Pool, true)...)
 			continue
 		}
 		if !listenerEqual(cur, l, len(spec.AdditionalVIPs) > 0) {
-			steps = append(steps, step{"update listener " + key, func(ctx context.Context, o Octavia) error {
+			steps = append(steps, step{What: "update listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.UpdateListener(ctx, cur.ID, l)
 			}})
 		}
@@ -77,7 +87,7 @@ func plan(lbID string, tree *Tree, spec Spec) []step {
 
 func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string) []step {
 	if cur == nil {
-		return append([]step{{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
+		return append([]step{{What: "create pool of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.CreatePool(ctx, l.ID, newPool(provider, want))
 		}}}, followUps(provider, key, want, false)...)
 	}
@@ -85,44 +95,44 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string)
 		// A pool's protocol is immutable (proxy protocol toggled): replace
 		// the pool, members and monitor included, in two calls.
 		return append([]step{
-			{"delete pool of listener " + key + " (protocol " + cur.Protocol + ")", func(ctx context.Context, o Octavia) error {
+			{What: "delete pool of listener " + key + " (protocol " + cur.Protocol + ")", do: func(ctx context.Context, o Octavia) error {
 				return o.DeletePool(ctx, cur.ID)
 			}},
-			{"create pool of listener " + key, func(ctx context.Context, o Octavia) error {
+			{What: "create pool of listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.CreatePool(ctx, l.ID, newPool(provider, want))
 			}},
 		}, followUps(provider, key, want, false)...)
 	}
 	var steps []step
 	if cur.Method != want.Method || cur.Persistence != want.Persistence {
-		steps = append(steps, step{"update pool of listener " + key, func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: "update pool of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.UpdatePool(ctx, cur.ID, want)
 		}})
 	}
 	if !sameMembers(cur.Members, want.Members) {
-		steps = append(steps, step{fmt.Sprintf("set %d members of listener %s", len(want.Members), key), func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: fmt.Sprintf("set %d members of listener %s", len(want.Members), key), do: func(ctx context.Context, o Octavia) error {
 			return o.SetMembers(ctx, cur.ID, want.Members)
 		}})
 	}
 	switch m := cur.Monitor; {
 	case m == nil && want.Monitor != nil:
-		steps = append(steps, step{"create monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: "create monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
-		}})
+		}, monitor: cur.Protocol})
 	case m != nil && want.Monitor == nil:
-		steps = append(steps, step{"delete monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: "delete monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.DeleteMonitor(ctx, m.ID)
-		}})
+		}, unmonitors: cur.ID})
 	case m != nil && m.Type != want.Monitor.Type:
 		steps = append(steps,
-			step{"delete monitor of listener " + key + " (type " + m.Type + ")", func(ctx context.Context, o Octavia) error {
+			step{What: "delete monitor of listener " + key + " (type " + m.Type + ")", do: func(ctx context.Context, o Octavia) error {
 				return o.DeleteMonitor(ctx, m.ID)
-			}},
-			step{"create monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+			}, unmonitors: cur.ID},
+			step{What: "create monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
-			}})
+			}, monitor: cur.Protocol})
 	case m != nil && !monitorEqual(m.MonitorSpec, *want.Monitor):
-		steps = append(steps, step{"update monitor of listener " + key, func(ctx context.Context, o Octavia) error {
+		steps = append(steps, step{What: "update monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.UpdateMonitor(ctx, m.ID, *want.Monitor)
 		}})
 	}

@@ -208,13 +208,13 @@ func followUps(_, key string, p PoolSpec, withPool bool) []step {
 	}
 	var out []step
 	if withPool {
-		out = append(out, step{"create pool of listener " + key, later})
+		out = append(out, step{What: "create pool of listener " + key, do: later})
 	}
 	if len(p.Members) > 0 {
-		out = append(out, step{fmt.Sprintf("set %d members of listener %s", len(p.Members), key), later})
+		out = append(out, step{What: fmt.Sprintf("set %d members of listener %s", len(p.Members), key), do: later})
 	}
 	if p.Monitor != nil {
-		out = append(out, step{"create monitor of listener " + key, later})
+		out = append(out, step{What: "create monitor of listener " + key, do: later, monitor: p.Protocol})
 	}
 	return out
 }

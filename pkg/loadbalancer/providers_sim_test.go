@@ -236,13 +236,15 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 			t.Errorf("error %q does not carry %q", err, want)
 		}
 	})
-	t.Run("a new port is its listener, pool, members and monitor in one call each", func(t *testing.T) {
+	// The TCP monitor of port 80 goes before the TCP listener is created and
+	// comes back after (ovnmonitors.go); the UDP one stays.
+	t.Run("a new port is its listener, pool, members and monitor in one call each, the TCP monitor removed and re-created around it", func(t *testing.T) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
 		cloud.reset()
 		ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 		calls := cloud.calls()
 		for op, want := range map[string]int{"load-balancer.listeners.create": 1, "load-balancer.pools.create": 1,
-			"load-balancer.members.batch_update": 1, "load-balancer.healthmonitors.create": 1} {
+			"load-balancer.members.batch_update": 1, "load-balancer.healthmonitors.create": 2, "load-balancer.healthmonitors.delete": 1} {
 			if calls[op] != want {
 				t.Errorf("%s called %d times, want %d (all: %v)", op, calls[op], want, calls)
 			}

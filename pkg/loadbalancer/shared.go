@@ -170,11 +170,17 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 		klog.FromContext(ctx).Info("Sharing load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "services", len(users)+1)
 		return nil, notReady(m.requeue(), ReasonApplyingChanges, "load balancer %s (%s): Service added to its users", lb.Name, lb.ID)
 	}
-	steps := plan(lb.ID, own, spec)
+	steps, err := m.guardMonitors(lb.ID, spec.Provider, own, plan(lb.ID, own, spec))
+	if err != nil {
+		return nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
 	if len(steps) > 0 {
 		klog.FromContext(ctx).Info("Updating shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
 		if err := m.runStep(ctx, lb, steps[0]); err != nil {
 			return nil, err
+		}
+		if monitorGuarded(steps) {
+			return nil, m.monitorsRemoved(ctx, lb, steps[0], len(steps)-1)
 		}
 		return nil, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
