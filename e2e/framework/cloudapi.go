@@ -71,11 +71,20 @@ func (a *CloudAPI) RouterID(ctx context.Context, t testing.TB, name string) stri
 // Routes are the router's extra routes.
 func (a *CloudAPI) Routes(ctx context.Context, t testing.TB, routerID string) []routers.Route {
 	t.Helper()
-	r, err := routers.Get(ctx, a.Neutron, routerID).Extract()
+	rs, err := a.RoutesOf(ctx, routerID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Routes
+	return rs
+}
+
+// RoutesOf is Routes for a caller that decides what an error means (a poll).
+func (a *CloudAPI) RoutesOf(ctx context.Context, routerID string) ([]routers.Route, error) {
+	r, err := routers.Get(ctx, a.Neutron, routerID).Extract()
+	if err != nil {
+		return nil, err
+	}
+	return r.Routes, nil
 }
 
 // LBTree is one load balancer as the tests compare it.

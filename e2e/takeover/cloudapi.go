@@ -10,14 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,19 +24,19 @@ import (
 )
 
 // cloudAPI reads the cloud (either backend) through the OpenStack APIs, as an
-// operator would with the openstack CLI.
+// operator would with the openstack CLI: framework.CloudAPI, plus the
+// takeover's snapshot of what it must keep.
 type cloudAPI struct {
-	octavia, neutron *gophercloud.ServiceClient
+	*framework.CloudAPI
 }
 
 func newCloudAPI(ctx context.Context, t *testing.T, c framework.TestCloud) *cloudAPI {
 	t.Helper()
-	api := framework.NewCloudAPI(ctx, t, c.CloudConf(t, ""))
-	return &cloudAPI{octavia: api.Octavia, neutron: api.Neutron}
+	return &cloudAPI{framework.NewCloudAPI(ctx, t, c.CloudConf(t, ""))}
 }
 
 func (a *cloudAPI) loadBalancers(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
-	pages, err := loadbalancers.List(a.octavia, nil).AllPages(ctx)
+	pages, err := loadbalancers.List(a.Octavia, nil).AllPages(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -47,53 +44,11 @@ func (a *cloudAPI) loadBalancers(ctx context.Context) ([]loadbalancers.LoadBalan
 }
 
 func (a *cloudAPI) listeners(ctx context.Context, lbID string) ([]listeners.Listener, error) {
-	pages, err := listeners.List(a.octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+	pages, err := listeners.List(a.Octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return listeners.ExtractListeners(pages)
-}
-
-func (a *cloudAPI) floatingIPs(ctx context.Context) ([]floatingips.FloatingIP, error) {
-	pages, err := floatingips.List(a.neutron, floatingips.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return floatingips.ExtractFloatingIPs(pages)
-}
-
-func (a *cloudAPI) router(ctx context.Context, t *testing.T) *routers.Router {
-	t.Helper()
-	pages, err := routers.List(a.neutron, routers.ListOpts{Name: "lab-router"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := routers.ExtractRouters(pages)
-	if err != nil || len(rs) != 1 {
-		t.Fatalf("lab-router: %v %v", rs, err)
-	}
-	return &rs[0]
-}
-
-func (a *cloudAPI) routes(ctx context.Context, routerID string) ([]routers.Route, error) {
-	r, err := routers.Get(ctx, a.neutron, routerID).Extract()
-	if err != nil {
-		return nil, err
-	}
-	return r.Routes, nil
-}
-
-func (a *cloudAPI) publicNetwork(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	pages, err := networks.List(a.neutron, networks.ListOpts{Name: framework.FloatingNetwork}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := networks.ExtractNetworks(pages)
-	if err != nil || len(ns) != 1 {
-		t.Fatalf("network %s: %v %v", framework.FloatingNetwork, ns, err)
-	}
-	return ns[0].ID
 }
 
 // snapshot is the cloud's load balancers, floating IPs and the
@@ -111,11 +66,11 @@ func (a *cloudAPI) snapshot(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	fips, err := a.floatingIPs(ctx)
+	fips, err := a.FloatingIPs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pages, err := groups.List(a.neutron, groups.ListOpts{}).AllPages(ctx)
+	pages, err := groups.List(a.Neutron, groups.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +111,7 @@ func (a *cloudAPI) children(ctx context.Context, lbID string) ([]string, error) 
 		if l.DefaultPoolID == "" {
 			continue
 		}
-		p, err := pools.Get(ctx, a.octavia, l.DefaultPoolID).Extract()
+		p, err := pools.Get(ctx, a.Octavia, l.DefaultPoolID).Extract()
 		if err != nil {
 			return nil, err
 		}

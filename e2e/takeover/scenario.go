@@ -109,10 +109,10 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	defer cancel()
 	ns := "legacy-" + cloud.Name()
 	api := newCloudAPI(ctx, t, cloud)
-	router := api.router(ctx, t)
+	routerID := api.RouterID(ctx, t, "lab-router")
 	// Upstream's security groups and health monitors are on, as in most
 	// production clusters: Stackward must keep both.
-	conf := cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n\n[Route]\nrouter-id = %s\n", router.ID))
+	conf := cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n\n[Route]\nrouter-id = %s\n", routerID))
 	routeArgs := []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=2s"}
 
 	upstream := cp.StartUpstreamCCM(ctx, t, conf, append([]string{"--cluster-name=" + clusterName, "--leader-elect=false",
@@ -147,7 +147,7 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	// project member's credentials (the lab's, as in most clusters) neither
 	// CCM may allocate a chosen address (Neutron's create_floatingip:
 	// floating_ip_address is admin_only).
-	reserved, err := floatingips.Create(ctx, api.neutron, floatingips.CreateOpts{FloatingNetworkID: api.publicNetwork(ctx, t),
+	reserved, err := floatingips.Create(ctx, api.Neutron, floatingips.CreateOpts{FloatingNetworkID: api.NetworkID(ctx, t, framework.FloatingNetwork),
 		Description: "reserved by the operator for " + ns + "/pinned"}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	}
 
 	routesOf := func() ([]string, error) {
-		rs, err := api.routes(ctx, router.ID)
+		rs, err := api.RoutesOf(ctx, routerID)
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.DestinationCIDR+" via "+r.NextHop)
