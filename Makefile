@@ -7,12 +7,13 @@ BIN := $(CURDIR)/bin
 # Binaries are the cmd/ directories that exist; each is a thin main.
 BINARIES := $(notdir $(wildcard cmd/*))
 E2E_TIMEOUT ?= 40m
-# e2e packages run E2E_PARALLEL at a time (each in its own network namespace;
-# they mostly wait on their control planes and clouds), longest first: `go
-# test` starts packages in the order given, so the two halves of the
-# real-cloud lane, the longest, run beside the others, not after them.
+# e2e packages run E2E_PARALLEL at a time, each in its own network namespace,
+# longest first: `go test` starts packages in the order given, so the two
+# halves of the real-cloud lane run beside the others, not after them, and
+# e2e/release (it compiles the images for two platforms, 12 minutes on a
+# cold Go cache) does not start last.
 E2E_PARALLEL ?= 4
-E2E_LONGEST := ./e2e/realcloud/loadbalancers ./e2e/realcloud ./e2e/loadbalancer ./e2e/soak ./e2e/kubeadm ./e2e/approver
+E2E_LONGEST := ./e2e/realcloud/loadbalancers ./e2e/realcloud ./e2e/loadbalancer ./e2e/release ./e2e/soak ./e2e/kubeadm ./e2e/approver
 N ?= 5
 SOAK ?= 30m
 
