@@ -14,24 +14,42 @@ import (
 )
 
 // Load balancers that only look like the Service's are never adopted or
-// deleted. When it cannot be told which one is the Service's, every sync
-// fails with an error naming the candidates (the service controller's
-// Warning event on the Service) and nothing is created; a load balancer
-// another cluster has tagged as its own plays no part at all.
+// deleted. Upstream's names and markers derive from the cluster name and
+// the Service's namespace/name alone, so a second cluster of the same name
+// in the project (still on the upstream CCM) makes the very same ones:
+// only the Service's status.loadBalancer.ingress, which the service
+// controller wrote, ties a load balancer to this Service of this cluster.
+// Without it Ensure fails with an error naming the candidates (the service
+// controller's Warning event on the Service) and creates nothing, Get says
+// the Service has no load balancer and Delete touches nothing. A load
+// balancer another cluster has tagged as its own plays no part at all.
 func TestALoadBalancerThatIsNotCertainlyUpstreamsIsNeverAdoptedOrDeleted(t *testing.T) {
 	handMade := "made by hand"
 	for _, tc := range []struct {
 		name     string
 		make     []upstreamStyle
 		adoptOff bool
-		// refused: Ensure and Delete fail with ErrNotAdopted naming every
-		// load balancer made; otherwise the Service gets a new one of its own.
+		// status: the Service's published ingress; "first" stands for the
+		// first load balancer's floating IP.
+		status      string
+		annotations func(made []upstreamLB) map[string]string
+		// refused: Ensure fails with ErrNotAdopted naming every load
+		// balancer made; otherwise the Service gets a new one of its own.
 		refused bool
 	}{
 		{name: "another cluster's same-named load balancer with its cluster-UID tag is left alone",
 			make: []upstreamStyle{{svc: "web", tags: []string{"kube_service_lab_shop_web", "kube_cluster_uid=uid-other"}}}},
-		{name: "an operator's load balancer with the name but none of upstream's markers is refused",
-			make: []upstreamStyle{{svc: "web", tags: []string{}, description: &handMade}}, refused: true},
+		{name: "a second cluster of the same name on the upstream CCM: a new Service does not take its live load balancer",
+			make: []upstreamStyle{{svc: "web"}}, refused: true},
+		{name: "a namespace user's load-balancer-id naming the other cluster's load balancer is no evidence",
+			make: []upstreamStyle{{svc: "web"}}, refused: true,
+			annotations: func(made []upstreamLB) map[string]string {
+				return map[string]string{loadbalancer.AnnotationLoadBalancerID: made[0].id}
+			}},
+		{name: "a Service whose status shows another address does not take it",
+			make: []upstreamStyle{{svc: "web"}}, status: "198.51.100.77", refused: true},
+		{name: "an operator's load balancer with the name but none of upstream's markers is refused, even when the status shows it",
+			make: []upstreamStyle{{svc: "web", tags: []string{}, description: &handMade}}, status: "first", refused: true},
 		{name: "two upstream load balancers for one Service are refused",
 			make: []upstreamStyle{{svc: "web"}, {svc: "web"}}, refused: true},
 		{name: "with adoption turned off the upstream load balancer is left alone",
@@ -50,7 +68,18 @@ func TestALoadBalancerThatIsNotCertainlyUpstreamsIsNeverAdoptedOrDeleted(t *test
 			for _, lb := range allLBs(t, env) {
 				before[lb.ID] = lb.Tags
 			}
-			svc := simService("web", 80, 30080, nil)
+			var annotations map[string]string
+			if tc.annotations != nil {
+				annotations = tc.annotations(made)
+			}
+			svc := simService("web", 80, 30080, annotations)
+			switch tc.status {
+			case "":
+			case "first":
+				published(svc, made[0].fip)
+			default:
+				published(svc, tc.status)
+			}
 			ctx := context.Background()
 			nodes := simNodes("10.0.0.11", "10.0.0.12")
 
@@ -60,7 +89,12 @@ func TestALoadBalancerThatIsNotCertainlyUpstreamsIsNeverAdoptedOrDeleted(t *test
 				if n := len(allLBs(t, env)); n != len(made) {
 					t.Errorf("%d load balancers after Ensure, want the %d there were", n, len(made))
 				}
-				assertNotAdopted(t, "Delete", env.m.Delete(ctx, "lab", svc), made)
+				if _, exists, err := env.m.Get(ctx, "lab", svc); err != nil || exists {
+					t.Errorf("Get: exists %v, %v; want no load balancer of the Service's", exists, err)
+				}
+				if err := env.m.Delete(ctx, "lab", svc); err != nil {
+					t.Errorf("Delete: %v, want nothing to do", err)
+				}
 			} else {
 				st, _ := ensure(t, env.m, svc, nodes)
 				for _, u := range made {

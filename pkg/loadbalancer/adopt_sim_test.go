@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,16 @@ func makeUpstreamLB(t *testing.T, env simEnv, u upstreamStyle) upstreamLB {
 		t.Fatalf("create the upstream floating IP: %v", err)
 	}
 	return upstreamLB{id: lb.ID, vipPort: lb.VipPortID, fipID: fip.ID, fip: fip.FloatingIP}
+}
+
+// published sets the Service's status.loadBalancer.ingress as a service
+// controller writes it.
+func published(svc *corev1.Service, ips ...string) *corev1.Service {
+	svc.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return svc
 }
 
 func waitActive(t *testing.T, env simEnv, id string) {
@@ -176,6 +187,7 @@ func TestAnUpstreamLoadBalancerIsAdoptedAndDeletedAsUpstreamWould(t *testing.T) 
 			if tc.lbIP {
 				svc.Spec.LoadBalancerIP = up.fip
 			}
+			published(svc, up.fip) // upstream's service controller wrote it
 			ctx := context.Background()
 			_, exists, err := env.m.Get(ctx, "lab", svc)
 			if err != nil || !exists {
@@ -273,9 +285,14 @@ func TestTwoServicesSharingAnUpstreamLoadBalancerKeepItAndTheLastOneOutDeletesIt
 	waitActive(t, env, up.id)
 
 	nodes := simNodes("10.0.0.11", "10.0.0.12")
-	api := simService("api", 81, 30081, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id})
-	web := simService("web", 80, 30080, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id})
-	for _, svc := range []*corev1.Service{api, web} {
+	api := published(simService("api", 81, 30081, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id}), up.fip)
+	web := published(simService("web", 80, 30080, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id}), up.fip)
+	// Until web has adopted it the load balancer is nobody's: api, of
+	// another cluster of this name for all Stackward can tell, waits.
+	if _, err := env.m.Ensure(ctx, "lab", api, nodes); !errors.Is(err, loadbalancer.ErrNotShareable) {
+		t.Fatalf("Ensure api before web adopted the load balancer: %v, want ErrNotShareable", err)
+	}
+	for _, svc := range []*corev1.Service{web, api} {
 		st, _ := ensure(t, env.m, svc, nodes)
 		if len(st.Ingress) != 1 || st.Ingress[0].IP != up.fip {
 			t.Errorf("%s: ingress %v, want upstream's floating IP %s", svc.Name, st.Ingress, up.fip)

@@ -53,25 +53,26 @@ func TestUpstreamNames(t *testing.T) {
 
 func TestChoosingTheUpstreamCandidate(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	marked := func(id string) upstreamCandidate {
-		lb := LoadBalancer{ID: id, Name: "kube_service_lab_shop_web", Tags: []string{"kube_service_lab_shop_web"}}
-		return upstreamCandidate{lb: lb, markers: upstreamMarkers(&lb, "lab", svc)}
+	cand := func(id string, marked bool, evidence string) upstreamCandidate {
+		lb := LoadBalancer{ID: id, Name: "kube_service_lab_shop_web"}
+		if marked {
+			lb.Tags = []string{"kube_service_lab_shop_web"}
+		}
+		return upstreamCandidate{lb: lb, markers: upstreamMarkers(&lb, "lab", svc), evidence: evidence}
 	}
-	bare := upstreamCandidate{lb: LoadBalancer{ID: "bare", Name: "kube_service_lab_shop_web"}}
 	for _, tc := range []struct {
-		name      string
-		cands     []upstreamCandidate
-		annotated string
-		want      string // "" refused
+		name  string
+		cands []upstreamCandidate
+		want  string // "" refused
 	}{
-		{"one candidate with upstream's name tag is taken", []upstreamCandidate{marked("a")}, "", "a"},
-		{"one candidate without markers is refused", []upstreamCandidate{bare}, "", ""},
-		{"two candidates are refused", []upstreamCandidate{marked("a"), marked("b")}, "", ""},
-		{"the annotation upstream wrote picks one of two", []upstreamCandidate{marked("a"), marked("b")}, "b", "b"},
-		{"an annotation naming neither decides nothing", []upstreamCandidate{marked("a"), marked("b")}, "c", ""},
+		{"one marked candidate whose address the Service's status shows is taken", []upstreamCandidate{cand("a", true, "address 203.0.113.5")}, "a"},
+		{"a marked candidate the Service's status does not show is refused (another cluster of the same name)", []upstreamCandidate{cand("a", true, "")}, ""},
+		{"a shown candidate without markers is refused", []upstreamCandidate{cand("a", false, "address 203.0.113.5")}, ""},
+		{"of two marked candidates, the one the status shows is taken", []upstreamCandidate{cand("a", true, ""), cand("b", true, "address 203.0.113.5")}, "b"},
+		{"two shown candidates are refused", []upstreamCandidate{cand("a", true, "address 10.0.0.5"), cand("b", true, "address 203.0.113.5")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := choose(tc.cands, tc.annotated)
+			got, why := choose(tc.cands)
 			switch {
 			case tc.want == "" && got != nil:
 				t.Errorf("took %s, want refused", got.ID)
@@ -93,6 +94,26 @@ func TestChoosingTheUpstreamCandidate(t *testing.T) {
 	}
 }
 
+func TestTheServiceStatusShowsAnAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		published []string
+		addr      string
+		want      bool
+	}{
+		{"the same IP", []string{"203.0.113.5"}, "203.0.113.5", true},
+		{"an ingress hostname made of the IP and a suffix", []string{"203.0.113.5.nip.io"}, "203.0.113.5", true},
+		{"another IP with the address as its prefix", []string{"203.0.113.50"}, "203.0.113.5", false},
+		{"nothing published", nil, "203.0.113.5", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shows(tc.published, tc.addr) != ""; got != tc.want {
+				t.Errorf("shows(%v, %s) = %v, want %v", tc.published, tc.addr, got, tc.want)
+			}
+		})
+	}
+}
+
 // Adoption fails closed: Octavia busy (409) or failing when the tags are
 // written leaves the upstream load balancer as it was and creates nothing.
 func TestAdoptionThatCannotWriteTheTagsChangesNothing(t *testing.T) {
@@ -107,10 +128,13 @@ func TestAdoptionThatCannotWriteTheTagsChangesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			oct, net := newFakeOctavia(), newFakeNeutron()
 			name := "kube_service_lab_shop_web"
-			oct.lbs["up-1"] = &fakeLB{lb: LoadBalancer{ID: "up-1", Name: name, ProvisioningStatus: StatusActive, Tags: []string{name}}}
+			oct.lbs["up-1"] = &fakeLB{lb: LoadBalancer{ID: "up-1", Name: name, ProvisioningStatus: StatusActive, Tags: []string{name}, VIPAddress: "10.0.0.100"}}
 			oct.err["update_loadbalancer"] = tc.err
 			m := newManager(oct, net)
-			_, err := m.Ensure(context.Background(), "lab", service(), nodes("10.0.0.1"))
+			svc := service(func(s *corev1.Service) {
+				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.100"}}
+			})
+			_, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1"))
 			if err == nil || isRetry(err) != tc.wantRetry || !strings.Contains(err.Error(), "up-1") {
 				t.Errorf("Ensure: %v (retry %v), want retry %v naming up-1", err, isRetry(err), tc.wantRetry)
 			}

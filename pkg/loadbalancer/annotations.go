@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/stackward/stackward/pkg/config"
@@ -77,6 +79,7 @@ type options struct {
 	monitorDown       int
 	allowedCIDRs      []string
 	loadBalancerIP    string
+	sharedWith        []string // consent tags for other namespaces (consent.go)
 	nodeSelector      map[string]string // members only from matching nodes (members.go)
 	hostname          string            // status ingress hostname (hostname.go)
 	// networks.go: floating subnet by name pattern or tags, the VIP port.
@@ -128,6 +131,7 @@ func parseOptionsFor(svc *corev1.Service, cfg config.LoadBalancer, provider stri
 		monitorRetries: p.integer(AnnotationMonitorMaxRetries, cfg.MonitorMaxRetries, 1),
 		monitorDown:    p.integer(AnnotationMonitorRetriesDown, cfg.MonitorMaxRetriesDown, 1),
 		loadBalancerIP: svc.Spec.LoadBalancerIP,
+		sharedWith:     p.namespaces(AnnotationSharedWithNamespaces, svc.Namespace),
 		nodeSelector:   p.nodeSelector(cfg.NodeSelector),
 		hostname:       p.hostname(),
 	}
@@ -232,6 +236,29 @@ func (p *annotationParser) integer(name string, def, minimum int) int {
 		return def
 	}
 	return n
+}
+
+// namespaces reads a comma-separated list of namespace names (or "*") as
+// the consent tags they stand for; the Service's own namespace needs none.
+func (p *annotationParser) namespaces(name, own string) []string {
+	v, ok := p.a[name]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, ns := range strings.Split(v, ",") {
+		ns = strings.TrimSpace(ns)
+		switch {
+		case ns == "" || ns == own:
+			continue
+		case ns != "*" && len(validation.IsDNS1123Label(ns)) > 0:
+			p.fail(name, v, fmt.Sprintf("%q is not a namespace name or \"*\"", ns))
+			return nil
+		}
+		out = append(out, consentPrefix+ns)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (p *annotationParser) err() error {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/config"
-	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // DefaultRequeue is how soon a Service whose load balancer is busy
@@ -82,7 +81,7 @@ func refOf(svc *corev1.Service) ServiceRef {
 // One in ERROR hands its floating IPs to the kept one when that has none
 // (an interrupted replacement, recreate.go); any other duplicate releases
 // them.
-func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, adopt bool) (*LoadBalancer, error) {
+func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, use lookup) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
 	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
 	if err != nil {
@@ -95,7 +94,7 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, ad
 		}
 	}
 	if len(lbs) == 0 {
-		return m.fromUpstream(ctx, id, svc, adopt) // adopt.go
+		return m.fromUpstream(ctx, id, svc, use) // adopt.go
 	}
 	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
 		if ae, be := a.ProvisioningStatus == StatusError, b.ProvisioningStatus == StatusError; ae != be {
@@ -130,13 +129,14 @@ func (m *Manager) Get(ctx context.Context, clusterName string, svc *corev1.Servi
 	if err != nil {
 		return nil, false, err
 	}
-	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
-		return m.getShared(ctx, id, svc, shared, err)
-	}
-	lb, err := m.find(ctx, id, svc, false)
+	r, err := m.routeOf(ctx, id, svc, forGet)
 	if err != nil {
 		return nil, false, err
 	}
+	if r.shared != nil {
+		return m.getShared(ctx, id, svc, r)
+	}
+	lb := r.own
 	if lb == nil || lb.ProvisioningStatus == StatusPendingDelete {
 		left, err := m.leftovers(ctx, svc)
 		return nil, left, err
@@ -190,16 +190,17 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return nil, err
 	}
-	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
-		if err != nil {
-			return nil, err
-		}
-		return m.ensureShared(ctx, id, svc, o, shared, nodes)
-	}
-	lb, err := m.find(ctx, id, svc, true)
+	r, err := m.routeOf(ctx, id, svc, forEnsure)
 	if err != nil {
 		return nil, err
 	}
+	if r.refused != nil {
+		return nil, r.refused
+	}
+	if r.shared != nil {
+		return m.ensureShared(ctx, id, svc, o, r.shared, nodes)
+	}
+	lb := r.own
 	if o, err = m.forProvider(svc, o, lb); err != nil {
 		return nil, err
 	}
@@ -238,7 +239,7 @@ func (m *Manager) Ensure(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return nil, err
 	}
-	remaining, err := m.step(ctx, lb, spec)
+	remaining, err := m.step(ctx, lb, spec, o.sharedWith)
 	if err != nil {
 		return nil, err
 	}
@@ -265,17 +266,18 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
-	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
-		if err != nil {
-			return err
-		}
-		_, err = m.ensureShared(ctx, id, svc, o, shared, nodes)
-		return err
-	}
-	lb, err := m.find(ctx, id, svc, true)
+	r, err := m.routeOf(ctx, id, svc, forEnsure)
 	if err != nil {
 		return err
 	}
+	if r.refused != nil {
+		return r.refused
+	}
+	if r.shared != nil {
+		_, err = m.ensureShared(ctx, id, svc, o, r.shared, nodes)
+		return err
+	}
+	lb := r.own
 	if lb == nil {
 		return fmt.Errorf("no load balancer %q to update", LoadBalancerName(clusterName, refOf(svc)))
 	}
@@ -295,7 +297,7 @@ func (m *Manager) Update(ctx context.Context, clusterName string, svc *corev1.Se
 	if lb.ProvisioningStatus == StatusError {
 		return m.recreate(ctx, lb, spec)
 	}
-	remaining, err := m.step(ctx, lb, spec)
+	remaining, err := m.step(ctx, lb, spec, o.sharedWith)
 	if err != nil {
 		return err
 	}
@@ -323,8 +325,8 @@ func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
 
 // step reads the tree, plans, runs the first step and returns how many
 // steps remain after it.
-func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec) (int, error) {
-	if changed, err := m.claim(ctx, lb, spec); err != nil || changed {
+func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec, consent []string) (int, error) {
+	if changed, err := m.claim(ctx, lb, spec, consent); err != nil || changed {
 		return 1, err
 	}
 	tree, err := m.Octavia.Tree(ctx, lb.ID)
@@ -364,19 +366,16 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
-	if shared, err := m.sharedLB(ctx, id, svc); err != nil || shared != nil {
-		if errors.Is(err, openstack.ErrNotFound) {
-			return m.deleteSecurityGroup(ctx, svc) // gone already
-		}
-		if err != nil {
-			return err
-		}
-		return m.deleteShared(ctx, id, svc, shared)
-	}
-	lb, err := m.find(ctx, id, svc, true)
+	r, err := m.routeOf(ctx, id, svc, forDelete)
 	if err != nil {
 		return err
 	}
+	if r.shared != nil && r.refused == nil {
+		return m.deleteShared(ctx, id, svc, r.shared)
+	}
+	// A load balancer the Service may not use was never its own: only
+	// what the Service itself owns goes.
+	lb := r.own
 	if lb != nil && lb.ProvisioningStatus != StatusPendingDelete {
 		// Other Services still on it keep it; this one only leaves.
 		if whole, err := m.leaveShared(ctx, id, svc, lb); err != nil || !whole {
@@ -401,12 +400,23 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 // that cannot be undone), and the one spec.loadBalancerIP names, which a
 // retried create may have put on a duplicate.
 func keepFloatingIP(svc *corev1.Service) func(FloatingIP) bool {
+	keep := keepAnnotated(svc)
+	named := svc.Spec.LoadBalancerIP
+	return func(f FloatingIP) bool { return keep || (named != "" && f.Address == named) }
+}
+
+func keepAnnotated(svc *corev1.Service) bool {
 	keep, err := strconv.ParseBool(svc.Annotations[AnnotationKeepFloatingIP])
 	if _, set := svc.Annotations[AnnotationKeepFloatingIP]; set && err != nil {
 		keep = true
 	}
-	named := svc.Spec.LoadBalancerIP
-	return func(f FloatingIP) bool { return keep || (named != "" && f.Address == named) }
+	return keep
+}
+
+// asksToKeep says whether the Service asks to keep an address of its load
+// balancer: keep-floatingip, or spec.loadBalancerIP.
+func asksToKeep(svc *corev1.Service) bool {
+	return keepAnnotated(svc) || svc.Spec.LoadBalancerIP != ""
 }
 
 // deleteLB releases the floating IPs on the VIP port (deleting those this
@@ -422,8 +432,9 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 	if err != nil {
 		return fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
 	}
+	kept := slices.Contains(lb.Tags, keptTag) // its creator asked, and left first
 	for _, f := range fips {
-		if releasable(f, lb, id.ClusterUID) && !keep(f) {
+		if releasable(f, lb, id.ClusterUID) && !keep(f) && !kept {
 			err = m.Neutron.DeleteFloatingIP(ctx, f.ID)
 		} else {
 			err = m.Neutron.AttachFloatingIP(ctx, f.ID, "")

@@ -121,6 +121,11 @@ const (
 	adoptedTag = "stackward_adopted_from=openstack-ccm"
 )
 
+// keptTag marks a shared load balancer whose creator Service asked to keep
+// its floating IP and left before the other Services: whoever deletes the
+// load balancer last only detaches the floating IP.
+const keptTag = "stackward_keep_floatingip"
+
 // upstreamLoadBalancerName is the name upstream gives a Service's load
 // balancer; it differs from LoadBalancerName only beyond 255 characters.
 func upstreamLoadBalancerName(clusterName string, svc ServiceRef) string {

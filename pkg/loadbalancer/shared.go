@@ -241,7 +241,11 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 	others := slices.DeleteFunc(slices.Clone(users), func(t string) bool { return t == owner })
 	own, _ := ownPart(lb, tree, Spec{Name: LoadBalancerName(id.ClusterName, refOf(svc)), Owner: owner})
 	foreign := len(tree.Listeners) - len(own.Listeners)
-	if len(others) == 0 && foreign == 0 && createdByCluster(lb, id.ClusterUID) {
+	// Only one of its users (by tag, or by a listener of its own when
+	// its tag was lost) may delete it: a Service that names it but never
+	// joined (refused by max-shared-lb, say) only ever leaves.
+	member := slices.Contains(users, owner) || len(own.Listeners) > 0
+	if member && len(others) == 0 && foreign == 0 && createdByCluster(lb, id.ClusterUID) {
 		return true, nil
 	}
 	if steps := plan(lb.ID, own, Spec{}); len(steps) > 0 {
@@ -251,8 +255,16 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 		}
 		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
 	}
-	if slices.Contains(lb.Tags, owner) {
-		last, remaining, err := m.dropOwnerTag(ctx, id, lb, owner, foreign)
+	keep := lb.Name == LoadBalancerName(id.ClusterName, refOf(svc)) && asksToKeep(svc)
+	if slices.Contains(lb.Tags, owner) || (keep && !slices.Contains(lb.Tags, keptTag)) {
+		// The group goes before the tag: once the tag is gone, Get no
+		// longer sees the Service here and the service controller drops
+		// its finalizer, so a group delete failing after it would leave
+		// the group on the node ports for good.
+		if err := m.deleteSecurityGroup(ctx, svc); err != nil {
+			return false, err
+		}
+		last, remaining, err := m.dropOwnerTag(ctx, id, lb, owner, foreign, keep)
 		if err != nil || last {
 			return last, err
 		}
@@ -270,7 +282,11 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 // Service's tag is left on a load balancer this cluster created and no
 // other listener is on it, the Service is its last user: last is true,
 // nothing is written, and the caller deletes the whole load balancer.
-func (m *Manager) dropOwnerTag(ctx context.Context, id Identity, lb *LoadBalancer, owner string, foreign int) (last bool, remaining int, err error) {
+//
+// keep (the creator leaving while asking to keep its address) leaves
+// keptTag on the load balancer, so that the last of the other Services,
+// of any namespace, detaches the floating IP instead of releasing it.
+func (m *Manager) dropOwnerTag(ctx context.Context, id Identity, lb *LoadBalancer, owner string, foreign int, keep bool) (last bool, remaining int, err error) {
 	unlock := m.lockTags(lb.ID)
 	defer unlock()
 	fresh, err := m.Octavia.GetLoadBalancer(ctx, lb.ID)
@@ -281,11 +297,22 @@ func (m *Manager) dropOwnerTag(ctx context.Context, id Identity, lb *LoadBalance
 	if len(others) == 0 && foreign == 0 && createdByCluster(fresh, id.ClusterUID) {
 		return true, 0, nil
 	}
-	if !slices.Contains(fresh.Tags, owner) {
+	addKept := keep && !slices.Contains(fresh.Tags, keptTag)
+	if !slices.Contains(fresh.Tags, owner) && !addKept {
 		return false, len(others), nil
 	}
 	tags := slices.DeleteFunc(slices.Clone(fresh.Tags), func(t string) bool { return t == owner })
+	if addKept {
+		tags = append(tags, keptTag)
+	}
 	return false, len(others), m.setTags(ctx, fresh, tags)
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // lockTags serializes the tag changes of one load balancer.
@@ -319,17 +346,16 @@ func (m *Manager) deleteShared(ctx context.Context, id Identity, svc *corev1.Ser
 	return m.deleteSecurityGroup(ctx, svc)
 }
 
-// getShared is Get for a Service sharing another's load balancer: it
-// exists while the Service is one of its users.
-func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer, err error) (*corev1.LoadBalancerStatus, bool, error) {
-	if errors.Is(err, openstack.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if lb.ProvisioningStatus == StatusPendingDelete || !slices.Contains(lb.Tags, ownerTag(id.ClusterName, refOf(svc))) {
-		return nil, false, nil
+// getShared is Get for a Service whose load-balancer-id names another
+// load balancer: it exists while the Service may use it and is one of its
+// users. Otherwise the Service has nothing there, though it may still have
+// its security group (leftovers): a join that failed half way, or a leave
+// whose group delete failed after its tag was gone.
+func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Service, r route) (*corev1.LoadBalancerStatus, bool, error) {
+	lb := r.shared
+	if r.refused != nil || lb.ProvisioningStatus == StatusPendingDelete || !isUser(lb, id, svc) {
+		left, err := m.leftovers(ctx, svc)
+		return nil, left, err
 	}
 	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
 	if err != nil {
@@ -338,18 +364,25 @@ func (m *Manager) getShared(ctx context.Context, id Identity, svc *corev1.Servic
 	return status(lb, fips, serviceFamilies(svc)), true, nil
 }
 
-// claim tags the load balancer with its creator's tag when other Services
-// use it and the tag is missing (the creator Service was deleted and made
-// again meanwhile), so that the last of the others does not delete it. It
-// reports whether it changed the load balancer.
-func (m *Manager) claim(ctx context.Context, lb *LoadBalancer, spec Spec) (bool, error) {
+// claim keeps the tags a Service's own load balancer carries for it: its
+// creator's tag when other Services use it and the tag is missing (the
+// creator Service was deleted and made again meanwhile), so that the last
+// of the others does not delete it; and the consent tags of its
+// shared-with-namespaces annotation (consent.go). It reports whether it
+// changed the load balancer.
+func (m *Manager) claim(ctx context.Context, lb *LoadBalancer, spec Spec, consent []string) (bool, error) {
+	tags := slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return strings.HasPrefix(t, consentPrefix) })
 	explicit := owners(lb, "", nil)
-	if len(explicit) == 0 || slices.Contains(explicit, spec.Owner) {
+	if len(explicit) > 0 && !slices.Contains(explicit, spec.Owner) {
+		tags = append(tags, spec.Owner)
+	}
+	tags = append(tags, consent...)
+	if sameSet(tags, lb.Tags) {
 		return false, nil
 	}
-	if err := m.setTags(ctx, lb, append(slices.Clone(lb.Tags), spec.Owner)); err != nil {
+	if err := m.setTags(ctx, lb, tags); err != nil {
 		return false, err
 	}
-	klog.FromContext(ctx).Info("Tagged the load balancer with its creator again", "loadBalancer", lb.Name, "id", lb.ID, "services", len(explicit)+1)
+	klog.FromContext(ctx).Info("Updated the Service's tags on its load balancer", "loadBalancer", lb.Name, "id", lb.ID, "services", len(owners(&LoadBalancer{Tags: tags}, "", nil)), "sharedWith", consent)
 	return true, nil
 }

@@ -149,7 +149,8 @@ func TestASharedLoadBalancerIsDeletedWithTheLastServiceOnly(t *testing.T) {
 func TestALoadBalancerMadeOutsideIsNeverDeleted(t *testing.T) {
 	oct, net := newFakeOctavia(), newFakeNeutron()
 	m := newManager(oct, net)
-	ext, err := oct.CreateLoadBalancer(context.Background(), Spec{Name: "ops-lb", Tags: []string{"team=ops"},
+	// The operator lets namespace shop use it.
+	ext, err := oct.CreateLoadBalancer(context.Background(), Spec{Name: "ops-lb", Tags: []string{"team=ops", "kube_shared_with=shop"},
 		Listeners: []ListenerSpec{{Name: "ops-https", Protocol: "TCP", Port: 443, Pool: PoolSpec{Protocol: "TCP", Method: "ROUND_ROBIN"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestALoadBalancerMadeOutsideIsNeverDeleted(t *testing.T) {
 	if oct.lbs[ext.ID] == nil {
 		t.Fatal("a load balancer made outside the cluster was deleted")
 	}
-	if got := listenerPorts(l); !slices.Equal(got, []int{443}) || !slices.Equal(l.lb.Tags, []string{"team=ops"}) {
+	if got := listenerPorts(l); !slices.Equal(got, []int{443}) || !slices.Equal(l.lb.Tags, []string{"team=ops", "kube_shared_with=shop"}) {
 		t.Errorf("after delete: listeners %v tags %v, want the operator's only", got, l.lb.Tags)
 	}
 }

@@ -26,7 +26,7 @@ func buildSpec(id Identity, svc *corev1.Service, o *options, nodes []*corev1.Nod
 		Provider:     o.provider,
 		Owner:        ownerTag(id.ClusterName, ref),
 	}
-	spec.Tags = append(spec.Tags, spec.Owner)
+	spec.Tags = append(append(spec.Tags, spec.Owner), o.sharedWith...)
 	if o.dualStack && o.additionalSubnetID != "" {
 		spec.AdditionalVIPs = []VIP{{SubnetID: o.additionalSubnetID}}
 	}
