@@ -79,7 +79,7 @@ type options struct {
 	monitorDown       int
 	allowedCIDRs      []string
 	loadBalancerIP    string
-	sharedWith        []string // consent tags for other namespaces (consent.go)
+	sharedWith        []string          // consent tags for other namespaces (consent.go)
 	nodeSelector      map[string]string // members only from matching nodes (members.go)
 	hostname          string            // status ingress hostname (hostname.go)
 	// networks.go: floating subnet by name pattern or tags, the VIP port.
