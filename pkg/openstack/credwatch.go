@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"time"
 
@@ -17,23 +18,44 @@ import (
 // symlink swap of a Secret volume.
 const CredentialsPollPeriod = 10 * time.Second
 
+// Refused credentials are tried again after refusedRetryMin, doubling up to
+// refusedRetryMax. Retrying at all lets a rotation done in the "wrong"
+// order recover without a restart: the Secret updated before Keystone knows
+// the new password or application credential, then the old one revoked.
+// Retrying slowly, a few tries in the first hour and then one an hour,
+// keeps a wrong password from quickly reaching Keystone's lockout
+// (lockout_failure_attempts locks the user out, old password included) and
+// from filling the log every poll. A transient failure is no answer about
+// the credentials and is retried at every poll instead.
+const (
+	refusedRetryMin = 5 * time.Minute
+	refusedRetryMax = time.Hour
+)
+
 // CredentialWatch re-reads a cloud config and, when its [Global]
 // credentials changed, switches the clients to them (Reauthenticate) so
 // that a rotated password or application credential works without a
-// restart, in the CCM and in the approver alike. Credentials Keystone
-// refuses are logged once and the old ones stay in use; an unreadable
-// config changes nothing.
+// restart, in the CCM and in the approver alike. Until the new credentials
+// work, the old ones stay in use. New credentials Keystone refuses (or that
+// need a restart) are tried again only after a backoff; any other failure,
+// a Keystone outage say, leaves them pending and they are tried again at
+// the next check. An unreadable config changes nothing.
 type CredentialWatch struct {
 	path    string
 	clients *Clients
 	current config.Global
-	refused *config.Global // the last new [Global] that failed
+	// refused is the last new [Global] refused for good, refusals how many
+	// times in a row, and retryAt when it is tried again.
+	refused  *config.Global
+	refusals int
+	retryAt  time.Time
+	now      func() time.Time
 }
 
 // NewCredentialWatch watches path for the clients, which were made with
 // the [Global] section current.
 func NewCredentialWatch(path string, clients *Clients, current config.Global) *CredentialWatch {
-	return &CredentialWatch{path: path, clients: clients, current: current}
+	return &CredentialWatch{path: path, clients: clients, current: current, now: time.Now}
 }
 
 // Check reads the config once; it reports whether the clients now use new
@@ -46,20 +68,46 @@ func (w *CredentialWatch) Check(ctx context.Context) bool {
 		return false
 	}
 	g := cfg.Global
-	if reflect.DeepEqual(g, w.current) || (w.refused != nil && reflect.DeepEqual(g, *w.refused)) {
+	if reflect.DeepEqual(g, w.current) {
 		return false
 	}
-	if err := w.clients.Reauthenticate(ctx, w.current, g); err != nil {
-		logger.Error(err, "New credentials in the cloud config not used")
+	again := w.refused != nil && reflect.DeepEqual(g, *w.refused)
+	if again && w.now().Before(w.retryAt) {
+		return false
+	}
+	err = w.clients.Reauthenticate(ctx, w.current, g)
+	switch {
+	case err == nil:
+		w.current, w.refused, w.refusals = g, nil, 0
+		logger.Info("Re-authenticated with the new credentials of the cloud config")
+		return true
+	case errors.Is(err, ErrCredentialsRefused):
+		if !again {
+			w.refusals = 0
+		}
 		w.refused = &g
-		return false
+		w.refusals++
+		wait := refusedBackoff(w.refusals)
+		w.retryAt = w.now().Add(wait)
+		logger.Error(err, "New credentials in the cloud config refused; the old ones stay in use", "retryIn", wait)
+	default:
+		logger.Error(err, "New credentials in the cloud config not used yet: the re-authentication failed transiently; the old ones stay in use and the new ones are tried again at the next check")
 	}
-	w.current, w.refused = g, nil
-	logger.Info("Re-authenticated with the new credentials of the cloud config")
-	return true
+	return false
 }
 
-// Run checks every period until ctx ends.
+// refusedBackoff is the wait after the nth refusal in a row of the same
+// credentials.
+func refusedBackoff(n int) time.Duration {
+	wait := refusedRetryMin
+	for i := 1; i < n && wait < refusedRetryMax; i++ {
+		wait *= 2
+	}
+	return min(wait, refusedRetryMax)
+}
+
+// Run checks every period until ctx ends. Ticks missed during a long check
+// (a slow Keystone) are dropped, so checks never pile up.
 func (w *CredentialWatch) Run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()

@@ -19,3 +19,10 @@ func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // ErrInvalidProviderID means a Node's providerID is not one of ours.
 var ErrInvalidProviderID = errors.New("invalid OpenStack providerID")
+
+// ErrCredentialsRefused means new credentials cannot be used as they are:
+// Keystone refused them (401 or 403), or they need a restart (another
+// auth-url, region, endpoint type or project). Asking again with the same
+// credentials gets the same answer until someone changes something; any
+// other failure of a re-authentication may go away by itself.
+var ErrCredentialsRefused = errors.New("credentials refused")

@@ -2,9 +2,10 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 
+	"github.com/gophercloud/gophercloud/v2"
 	gophers "github.com/gophercloud/gophercloud/v2/openstack"
 
 	"github.com/stackward/stackward/pkg/config"
@@ -17,13 +18,15 @@ import (
 // another project, change nothing; then the clients' provider takes a
 // token with them, and re-authenticates with them when that token expires
 // or is revoked. A new auth-url, region or endpoint type needs a restart
-// (the service endpoints come from the catalog found at start).
+// (the service endpoints come from the catalog found at start). An error
+// wrapping ErrCredentialsRefused is a definitive no; any other error may
+// pass, and the same credentials are worth another try.
 func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) error {
 	if c.Provider == nil {
-		return errors.New("no OpenStack provider client to re-authenticate")
+		return fmt.Errorf("no OpenStack provider client to re-authenticate: %w", ErrCredentialsRefused)
 	}
 	if g.AuthURL != old.AuthURL || g.Region != old.Region || g.EndpointType != old.EndpointType {
-		return errors.New("[Global] auth-url, region or endpoint-type changed: restart to use them")
+		return fmt.Errorf("[Global] auth-url, region or endpoint-type changed: restart to use them: %w", ErrCredentialsRefused)
 	}
 	probe, err := gophers.NewClient(g.AuthURL)
 	if err != nil {
@@ -35,15 +38,28 @@ func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) erro
 	if err := c.Caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
 		return gophers.Authenticate(ctx, probe, opts)
 	}); err != nil {
-		return fmt.Errorf("authenticate to %s with the new credentials (the old ones stay in use): %w", g.AuthURL, err)
+		return fmt.Errorf("authenticate to %s with the new credentials (the old ones stay in use): %w", g.AuthURL, refusal(err))
 	}
 	if p := authProject(probe); p != c.ProjectID {
-		return fmt.Errorf("the new credentials are scoped to project %q, not %q: restart to change projects (the old credentials stay in use)", p, c.ProjectID)
+		return fmt.Errorf("the new credentials are scoped to project %q, not %q: restart to change projects (the old credentials stay in use): %w", p, c.ProjectID, ErrCredentialsRefused)
 	}
 	if err := c.Caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
 		return gophers.Authenticate(ctx, c.Provider, AuthOptions(g))
 	}); err != nil {
-		return fmt.Errorf("authenticate to %s with the new credentials: %w", g.AuthURL, err)
+		return fmt.Errorf("authenticate to %s with the new credentials: %w", g.AuthURL, refusal(err))
 	}
 	return nil
+}
+
+// refusal marks Keystone's definitive no (401, 403) to an authentication
+// as ErrCredentialsRefused. Everything else (5xx, 429, a timeout, a
+// refused connection, an answer from a proxy...) says nothing about the
+// credentials and stays unmarked, so that they are tried again: taking a
+// Keystone outage for a wrong password would keep rotated credentials out
+// until a restart, after the old ones are revoked.
+func refusal(err error) error {
+	if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+		return fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
+	}
+	return err
 }

@@ -1,0 +1,7 @@
+package openstack
+
+import "time"
+
+// SetClock replaces the watch's clock, so that a test steps past the wait
+// before refused credentials are tried again.
+func (w *CredentialWatch) SetClock(now func() time.Time) { w.now = now }
