@@ -18,7 +18,8 @@ import (
 // Neutron security group of its own (named as the upstream CCM names it),
 // opening its NodePorts (and the health check node port) to where the load
 // balancer's traffic comes from, and attached to the node ports that hold
-// the members' addresses. Ports are shared with the operator and with other
+// the members' addresses (on the member nodes' own servers, see
+// secgroups_ports.go). Ports are shared with the operator and with other
 // Services: only our group is ever added to or removed from a port, with
 // Neutron's revision_number compare-and-swap, so a concurrent change to the
 // port's groups is never lost.
@@ -117,7 +118,9 @@ func ethertype(cidr string) string {
 
 // syncSecurityGroup makes the Service's security group, its rules and its
 // attachments match the members: one list of groups and one list of ports
-// when nothing changed. subnetID is the members' subnet.
+// when nothing changed. A port that holds our group but no longer qualifies
+// (a node left, or an older release trusted a node's listed address) loses
+// it.
 func (m *Manager) syncSecurityGroup(ctx context.Context, clusterName string, svc *corev1.Service, o *options, spec Spec, nodes []*corev1.Node) error {
 	sgs := m.SecurityGroups
 	if sgs == nil || !m.Config.ManageSecurityGroups {
@@ -149,18 +152,13 @@ func (m *Manager) syncSecurityGroup(ctx context.Context, clusterName string, svc
 	if err := m.syncRules(ctx, group, wantedRules(svc, cidr, o)); err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, l := range spec.Listeners {
-		for _, mb := range l.Pool.Members {
-			want[mb.Address] = true
-		}
-	}
+	claims := memberClaims(ctx, spec, nodes)
 	ports, err := sgs.PortsOnSubnet(ctx, subnetID)
 	if err != nil {
 		return fmt.Errorf("list ports on subnet %s for security group %s: %w", subnetID, name, err)
 	}
 	for _, p := range ports {
-		member := slices.ContainsFunc(p.FixedIPs, func(ip openstack.FixedIP) bool { return want[ip.IPAddress] })
+		member := holdsMember(ctx, p, claims)
 		has := slices.Contains(p.SecurityGroups, group.ID)
 		switch {
 		case member && !has && p.PortSecurityEnabled:

@@ -43,7 +43,7 @@ func TestSecurityGroupOwnership(t *testing.T) {
 				sgs.ports["port-a"].SecurityGroups = append(sgs.ports["port-a"].SecurityGroups, g.ID)
 			}
 			if tc.wantErr != "" {
-				_, err := m.Ensure(ctx, "lab", svc, nodes("10.0.0.1", "10.0.0.2"))
+				_, err := m.Ensure(ctx, "lab", svc, sgNodes("10.0.0.1", "10.0.0.2"))
 				for range 10 {
 					if err == nil || !isRetry(err) {
 						break
@@ -51,7 +51,7 @@ func TestSecurityGroupOwnership(t *testing.T) {
 					if l := oct.only(); l != nil {
 						oct.setStatus(l.lb.ID, StatusActive)
 					}
-					_, err = m.Ensure(ctx, "lab", svc, nodes("10.0.0.1", "10.0.0.2"))
+					_, err = m.Ensure(ctx, "lab", svc, sgNodes("10.0.0.1", "10.0.0.2"))
 				}
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Ensure: %v, want %q", err, tc.wantErr)
@@ -74,7 +74,7 @@ func TestSecurityGroupOwnership(t *testing.T) {
 				}
 				return
 			}
-			converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+			converge(t, m, oct, svc, sgNodes("10.0.0.1", "10.0.0.2"))
 			g := sgs.only(t)
 			if tc.existing != nil && g.ID != tc.existing.ID {
 				t.Errorf("group %s, want upstream's %s kept", g.ID, tc.existing.ID)
@@ -92,7 +92,7 @@ func TestSecurityGroupOwnership(t *testing.T) {
 				}
 			}
 			sgs.calls = nil
-			converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+			converge(t, m, oct, svc, sgNodes("10.0.0.1", "10.0.0.2"))
 			if w := sgs.writes(); len(w) != 0 {
 				t.Errorf("a second sync wrote %v", w)
 			}

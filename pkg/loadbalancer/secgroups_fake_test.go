@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/stackward/stackward/pkg/openstack"
@@ -31,8 +32,14 @@ func newFakeSecGroups() *fakeSecGroups {
 	return &fakeSecGroups{groups: map[string]*SecurityGroup{}, ports: map[string]*fakePort{}}
 }
 
+// addPort adds a port of the server serverOf(ip), holding ip.
 func (f *fakeSecGroups) addPort(id, subnet, ip string, groups ...string) {
-	f.ports[id] = &fakePort{Port: Port{ID: id, FixedIPs: []openstack.FixedIP{{IPAddress: ip}}, SecurityGroups: groups, PortSecurityEnabled: true, RevisionNumber: 1}, subnet: subnet}
+	f.ports[id] = &fakePort{Port: Port{ID: id, DeviceID: serverOf(ip), FixedIPs: []openstack.FixedIP{{IPAddress: ip}}, SecurityGroups: groups, PortSecurityEnabled: true, RevisionNumber: 1}, subnet: subnet}
+}
+
+// serverOf is the fake server ID whose port holds ip.
+func serverOf(ip string) string {
+	return "server-" + strings.ReplaceAll(ip, ".", "-")
 }
 
 func (f *fakeSecGroups) writes() []string {

@@ -73,7 +73,7 @@ func TestAConcurrentChangeToAPortsGroupsIsKept(t *testing.T) {
 		}},
 	}
 	env.sim.ResetCalls()
-	ensure(t, env.m, svc, simNodes("10.0.0.11"))
+	ensure(t, env.m, svc, simServerNodes(t, env.sim, "10.0.0.11"))
 	if !racer.raced {
 		t.Fatal("the Service's group was never put on node-1's port")
 	}

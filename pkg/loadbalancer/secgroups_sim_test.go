@@ -16,8 +16,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stackward/stackward/internal/cloudsim"
 	"github.com/stackward/stackward/pkg/loadbalancer"
 )
+
+// simServerNodes are nodes with these InternalIPs whose providerIDs name
+// the simulator's servers holding them, as the CCM sets them.
+func simServerNodes(t *testing.T, sim *cloudsim.Sim, ips ...string) []*corev1.Node {
+	t.Helper()
+	out := simNodes(ips...)
+	for i, ip := range ips {
+		for _, sv := range sim.Servers() {
+			if slices.ContainsFunc(sv.Addresses, func(a cloudsim.Address) bool { return a.IP == ip }) {
+				out[i].Spec.ProviderID = "openstack:///" + sv.ID
+			}
+		}
+		if out[i].Spec.ProviderID == "" {
+			t.Fatalf("no server holds %s", ip)
+		}
+	}
+	return out
+}
 
 // The security group of a Service through the real adapter, against the
 // simulator's Neutron: an operator's group on the same port survives byte
@@ -80,7 +99,7 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
 		}},
 	}
-	ensure(t, env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+	ensure(t, env.m, svc, simServerNodes(t, env.sim, "10.0.0.11", "10.0.0.12"))
 
 	found, err := sgs.FindGroups(ctx, "lb-sg-0d5c2f64-1111-4222-8333-944455556666-shop-web")
 	if err != nil || len(found) != 1 {
@@ -130,7 +149,7 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 
 	t.Run("a steady state costs one group list and one port list", func(t *testing.T) {
 		env.sim.ResetCalls()
-		ensure(t, env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+		ensure(t, env.m, svc, simServerNodes(t, env.sim, "10.0.0.11", "10.0.0.12"))
 		calls := env.sim.Calls()
 		if calls["network.security-groups.list"] != 1 || calls["network.ports.list"] != 1 {
 			t.Errorf("calls %v", calls)
@@ -143,7 +162,7 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 	})
 
 	t.Run("a node leaving loses our group", func(t *testing.T) {
-		ensure(t, env.m, svc, simNodes("10.0.0.11"))
+		ensure(t, env.m, svc, simServerNodes(t, env.sim, "10.0.0.11"))
 		if got := portOf("10.0.0.12").SecurityGroups; !slices.Equal(got, p2Before) {
 			t.Errorf("node-2 port groups %v, want %v", got, p2Before)
 		}
@@ -180,7 +199,7 @@ func TestSecurityGroupsAgainstTheSimulator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ensure(t, env.m, svc2, simNodes("10.0.0.11"))
+		ensure(t, env.m, svc2, simServerNodes(t, env.sim, "10.0.0.11"))
 		got, err := groups.Get(ctx, nc, up.ID).Extract()
 		if err != nil {
 			t.Fatal(err)

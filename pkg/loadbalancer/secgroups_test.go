@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -57,7 +58,7 @@ func ingress(g *SecurityGroup) []string {
 func TestSecurityGroupOpensTheNodePortsOnTheMemberPortsOnly(t *testing.T) {
 	m, oct, sgs := sgEnv(t)
 	svc := sgService()
-	converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+	converge(t, m, oct, svc, sgNodes("10.0.0.1", "10.0.0.2"))
 
 	g := sgs.only(t)
 	if g.Name != "lb-sg-6b1a0f4e-uid-shop-web" || g.Description != "Security Group for shop/web Service LoadBalancer in cluster lab" {
@@ -77,17 +78,17 @@ func TestSecurityGroupOpensTheNodePortsOnTheMemberPortsOnly(t *testing.T) {
 
 	t.Run("an unchanged Service reads one group list and one port list", func(t *testing.T) {
 		sgs.calls = nil
-		converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+		converge(t, m, oct, svc, sgNodes("10.0.0.1", "10.0.0.2"))
 		if !slices.Equal(sgs.calls, []string{"list_security_groups", "list_ports"}) {
 			t.Errorf("calls %v", sgs.calls)
 		}
 	})
 
 	t.Run("a node leaving loses our group and keeps the others", func(t *testing.T) {
-		if err := m.Update(context.Background(), "lab", svc, nodes("10.0.0.2", "10.0.0.3")); err != nil && !isRetry(err) {
+		if err := m.Update(context.Background(), "lab", svc, sgNodes("10.0.0.2", "10.0.0.3")); err != nil && !isRetry(err) {
 			t.Fatal(err)
 		}
-		converge(t, m, oct, svc, nodes("10.0.0.2", "10.0.0.3"))
+		converge(t, m, oct, svc, sgNodes("10.0.0.2", "10.0.0.3"))
 		for id, want := range map[string][]string{"port-a": {"operator-sg"}, "port-b": {"default", g.ID}, "port-c": {"default", g.ID}} {
 			if got := sgs.ports[id].SecurityGroups; !slices.Equal(got, want) {
 				t.Errorf("%s groups %v, want %v", id, got, want)
@@ -101,7 +102,7 @@ func TestSecurityGroupOpensTheNodePortsOnTheMemberPortsOnly(t *testing.T) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			s.Spec.HealthCheckNodePort = 32000
 		})
-		converge(t, m, oct, svc2, nodes("10.0.0.2", "10.0.0.3"))
+		converge(t, m, oct, svc2, sgNodes("10.0.0.2", "10.0.0.3"))
 		want := []string{"ingress/IPv4/tcp/30080-30080/10.0.0.0/24", "ingress/IPv4/tcp/32000-32000/10.0.0.0/24"}
 		if got := ingress(sgs.only(t)); !slices.Equal(got, want) {
 			t.Errorf("rules %v, want %v", got, want)
@@ -155,7 +156,7 @@ func TestSecurityGroupSources(t *testing.T) {
 func TestWithoutManageSecurityGroupsNothingIsTouched(t *testing.T) {
 	m, oct, sgs := sgEnv(t)
 	m.Config.ManageSecurityGroups = false
-	converge(t, m, oct, sgService(), nodes("10.0.0.1"))
+	converge(t, m, oct, sgService(), sgNodes("10.0.0.1"))
 	if err := m.Delete(context.Background(), "lab", sgService()); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestALeftOverSecurityGroupKeepsTheServiceDeleting(t *testing.T) {
 	ctx := context.Background()
 	m, oct, sgs := sgEnv(t)
 	svc := sgService()
-	converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+	converge(t, m, oct, svc, sgNodes("10.0.0.1", "10.0.0.2"))
 	oct.mu.Lock()
 	if len(oct.lbs) != 1 {
 		oct.mu.Unlock()
@@ -209,4 +210,86 @@ func TestALeftOverSecurityGroupKeepsTheServiceDeleting(t *testing.T) {
 			t.Errorf("Get: exists %v, %v; want false", exists, err)
 		}
 	})
+}
+
+// sgNodes are nodes whose providerIDs name the servers of the sgEnv ports
+// holding their addresses.
+func sgNodes(ips ...string) []*corev1.Node {
+	out := nodes(ips...)
+	for i, n := range out {
+		n.Spec.ProviderID = "openstack:///" + serverOf(ips[i])
+	}
+	return out
+}
+
+// A node's status addresses are its own word: the group goes on a port only
+// when the port is on the server the node's providerID names.
+func TestSecurityGroupGoesOnlyOnTheMemberNodesOwnServers(t *testing.T) {
+	node := func(name, providerID string, ips ...string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+		for _, ip := range ips {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
+		return n
+	}
+	const ours = "<ours>"
+	tests := []struct {
+		name    string
+		nodes   []*corev1.Node
+		planted []string // ports an older release put our group on
+		want    map[string][]string
+	}{
+		{
+			name:  "a node listing an operator VM's address gets that port nothing",
+			nodes: []*corev1.Node{sgNodes("10.0.0.1")[0], node("node-x", "openstack:///"+serverOf("10.0.0.2"), "10.0.0.50")},
+			want:  map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default"}, "port-other": {"someone-else"}},
+		},
+		{
+			name:    "our group an older release put on the operator VM's port is taken off, its other groups kept",
+			nodes:   []*corev1.Node{sgNodes("10.0.0.1")[0], node("node-x", "openstack:///"+serverOf("10.0.0.2"), "10.0.0.50")},
+			planted: []string{"port-other"},
+			want:    map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default"}, "port-other": {"someone-else"}},
+		},
+		{
+			name:  "a node without a providerID gets nothing",
+			nodes: []*corev1.Node{sgNodes("10.0.0.1")[0], node("node-b", "", "10.0.0.2")},
+			want:  map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default"}, "port-other": {"someone-else"}},
+		},
+		{
+			name:  "a node with an unparsable providerID gets nothing",
+			nodes: []*corev1.Node{sgNodes("10.0.0.1")[0], node("node-b", "aws:///"+serverOf("10.0.0.2"), "10.0.0.2")},
+			want:  map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default"}, "port-other": {"someone-else"}},
+		},
+		{
+			name:  "a providerID with a region names the server too",
+			nodes: []*corev1.Node{sgNodes("10.0.0.1")[0], node("node-b", "openstack://RegionOne/"+serverOf("10.0.0.2"), "10.0.0.2")},
+			want:  map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default", ours}, "port-other": {"someone-else"}},
+		},
+		{
+			name:  "a node listing another node's address does not take that node's port from it",
+			nodes: []*corev1.Node{node("node-x", "openstack:///"+serverOf("10.0.0.2"), "10.0.0.1"), sgNodes("10.0.0.1")[0]},
+			want:  map[string][]string{"port-a": {"operator-sg", ours}, "port-b": {"default"}, "port-other": {"someone-else"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, oct, sgs := sgEnv(t)
+			svc := sgService()
+			converge(t, m, oct, svc, sgNodes("10.0.0.1"))
+			g := sgs.only(t)
+			for _, id := range tc.planted {
+				sgs.ports[id].SecurityGroups = append(sgs.ports[id].SecurityGroups, g.ID)
+			}
+			converge(t, m, oct, svc, tc.nodes)
+			for id, want := range tc.want {
+				want = slices.Clone(want)
+				if i := slices.Index(want, ours); i >= 0 {
+					want[i] = g.ID
+				}
+				if got := sgs.ports[id].SecurityGroups; !slices.Equal(got, want) {
+					t.Errorf("%s groups %v, want %v", id, got, want)
+				}
+			}
+		})
+	}
 }

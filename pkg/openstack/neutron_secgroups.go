@@ -130,7 +130,7 @@ func (n *Neutron) DeleteRule(ctx context.Context, id string) error {
 // secGroupPortFields are the only port attributes the security group
 // management reads: a subnet's port list stays small however busy the
 // subnet is. Ports listed with them carry nothing else.
-var secGroupPortFields = []string{"id", "fixed_ips", "security_groups", "port_security_enabled", "revision_number"}
+var secGroupPortFields = []string{"id", "device_id", "fixed_ips", "security_groups", "port_security_enabled", "revision_number"}
 
 // fieldsQuery is a port listing with Neutron's fields parameter.
 type fieldsQuery struct {
@@ -156,7 +156,8 @@ func (o fieldsQuery) ToPortListQuery() (string, error) {
 }
 
 // PortsOnSubnet lists the ports with a fixed IP on the subnet, with only
-// their ID, fixed IPs, security groups, port security and revision.
+// their ID, device ID (a port is a member node's only on its server),
+// fixed IPs, security groups, port security and revision.
 func (n *Neutron) PortsOnSubnet(ctx context.Context, subnetID string) ([]Port, error) {
 	if subnetID == "" {
 		return nil, fmt.Errorf("list ports: no subnet to filter on")
