@@ -2,7 +2,6 @@ package loadbalancer_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -289,8 +288,9 @@ func TestTwoServicesSharingAnUpstreamLoadBalancerKeepItAndTheLastOneOutDeletesIt
 	web := published(simService("web", 80, 30080, map[string]string{loadbalancer.AnnotationLoadBalancerID: up.id}), up.fip)
 	// Until web has adopted it the load balancer is nobody's: api, of
 	// another cluster of this name for all Stackward can tell, waits.
-	if _, err := env.m.Ensure(ctx, "lab", api, nodes); !errors.Is(err, loadbalancer.ErrNotShareable) {
-		t.Fatalf("Ensure api before web adopted the load balancer: %v, want ErrNotShareable", err)
+	_, err := env.m.Ensure(ctx, "lab", api, nodes)
+	if loadbalancer.ProgressReason(fmt.Sprint(err)) != loadbalancer.ReasonWaitingForAdoption {
+		t.Fatalf("Ensure api before web adopted the load balancer: %v, want %s", err, loadbalancer.ReasonWaitingForAdoption)
 	}
 	for _, svc := range []*corev1.Service{web, api} {
 		st, _ := ensure(t, env.m, svc, nodes)

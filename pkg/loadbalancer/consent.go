@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -78,8 +79,9 @@ func isUser(lb *LoadBalancer, id Identity, svc *corev1.Service) bool {
 }
 
 // mayJoin says whether svc may use lb, named by its load-balancer-id
-// annotation, and why not.
-func mayJoin(lb *LoadBalancer, id Identity, svc *corev1.Service) error {
+// annotation, and why not. wait is how soon a Service upstream put on an
+// unadopted load balancer looks again.
+func mayJoin(lb *LoadBalancer, id Identity, svc *corev1.Service, wait time.Duration) error {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s (%s): %w", ErrNotShareable, lb.Name, lb.ID, &InvalidAnnotationError{
 			Annotation: AnnotationLoadBalancerID, Value: lb.ID, Reason: fmt.Sprintf(format, args...)})
@@ -88,6 +90,11 @@ func mayJoin(lb *LoadBalancer, id Identity, svc *corev1.Service) error {
 	switch tag := clusterTagOf(lb); {
 	case tag != "" && !slices.Contains(lb.Tags, ours):
 		return refuse("it belongs to another cluster (%s); nothing was changed", tag)
+	case tag == "" && strings.HasPrefix(lb.Name, ownerPrefix+id.ClusterName+"_") && isUser(lb, id, svc):
+		// Upstream shared it with this Service's name: during a takeover
+		// its creator adopts it within a sync or two.
+		return notReady(wait, ReasonWaitingForAdoption, "load balancer %s (%s) that the upstream CCM shared with this Service is not this cluster's yet: "+
+			"the Service it was made for adopts it first (if that Service is not in this cluster, the load balancer is another cluster's of the same name)", lb.Name, lb.ID)
 	case tag == "" && strings.HasPrefix(lb.Name, ownerPrefix+id.ClusterName+"_"):
 		return refuse("it carries no cluster's UID tag: the upstream CCM made it for another Service of a cluster named %q, "+
 			"possibly another cluster of that name; it can be shared once that Service of this cluster has adopted it", id.ClusterName)
@@ -154,5 +161,5 @@ func (m *Manager) routeOf(ctx context.Context, id Identity, svc *corev1.Service,
 	if named == nil {
 		return route{}, nil
 	}
-	return route{shared: named, refused: mayJoin(named, id, svc)}, nil
+	return route{shared: named, refused: mayJoin(named, id, svc, m.requeue())}, nil
 }

@@ -38,6 +38,9 @@ const (
 	ReasonRecreating = "RecreatingLoadBalancer"
 	// ReasonAdopting: the upstream CCM's load balancer was just adopted.
 	ReasonAdopting = "AdoptingUpstreamLoadBalancer"
+	// ReasonWaitingForAdoption: a Service upstream put on another
+	// Service's load balancer waits until that Service adopts it.
+	ReasonWaitingForAdoption = "WaitingForAdoption"
 )
 
 const progressMarker = " (in progress, not a failure: "
@@ -63,7 +66,7 @@ func ProgressReason(msg string) string {
 		return ""
 	}
 	switch reason {
-	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors:
+	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors, ReasonWaitingForAdoption:
 		return reason
 	}
 	return ""
