@@ -86,10 +86,10 @@ func TestAnnotationsNeverReachAnotherClustersOrAnOperatorsLoadBalancer(t *testin
 		waits bool
 	}{
 		{"another cluster's load balancer (its UID tag)", LoadBalancer{Name: "kube_service_lab_shop_web",
-			Tags: []string{"kube_cluster_uid=other-cluster", "kube_service=shop/web", "kube_service_lab_shop_web", "kube_service_lab_shop_api"}}},
+			Tags: []string{"kube_cluster_uid=other-cluster", "kube_service=shop/web", "kube_service_lab_shop_web", "kube_service_lab_shop_api"}}, false},
 		{"the upstream CCM's load balancer of another Service, not adopted (maybe another cluster's of the same name)",
 			LoadBalancer{Name: "kube_service_lab_shop_web", Tags: []string{"kube_service_lab_shop_web", "kube_service_lab_shop_api"}}, true},
-		{"an operator's load balancer without consent", LoadBalancer{Name: "ops-lb", Tags: []string{"team=ops"}}},
+		{"an operator's load balancer without consent", LoadBalancer{Name: "ops-lb", Tags: []string{"team=ops"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			oct, net := newFakeOctavia(), newFakeNeutron()
