@@ -37,6 +37,8 @@ type Octavia interface {
 	DeleteListener(ctx context.Context, id string) error
 	CreatePool(ctx context.Context, listenerID string, spec PoolSpec) error
 	UpdatePool(ctx context.Context, id string, spec PoolSpec) error
+	// SetPoolTags replaces a pool's tags (ovnmonitors.go).
+	SetPoolTags(ctx context.Context, id string, tags []string) error
 	DeletePool(ctx context.Context, id string) error
 	// SetMembers replaces a pool's members in one batch call.
 	SetMembers(ctx context.Context, poolID string, members []Member) error

@@ -189,6 +189,7 @@ func (f *fakeOctavia) Tree(_ context.Context, lbID string) (*Tree, error) {
 	for id, p := range l.tree.Pools {
 		cp := *p
 		cp.Members = slices.Clone(p.Members)
+		cp.Tags = slices.Clone(p.Tags)
 		t.Pools[id] = &cp
 	}
 	return t, nil
@@ -259,6 +260,15 @@ func (f *fakeOctavia) UpdatePool(_ context.Context, id string, spec PoolSpec) er
 		l.tree.Pools[id].Method, l.tree.Pools[id].Persistence = spec.Method, spec.Persistence
 		return nil
 	})
+}
+
+func (f *fakeOctavia) SetPoolTags(_ context.Context, id string, tags []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("update_pool"); err != nil {
+		return err
+	}
+	return f.mutate(f.lbOfPool(id), func(l *fakeLB) error { l.tree.Pools[id].Tags = slices.Clone(tags); return nil })
 }
 
 func (f *fakeOctavia) DeletePool(_ context.Context, id string) error {

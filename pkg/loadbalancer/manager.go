@@ -49,9 +49,9 @@ type Manager struct {
 	subnetCIDRs                 map[string]string
 	// tagLocks serialize each load balancer's tag changes (shared.go).
 	tagLocks map[string]*sync.Mutex
-	// removed are other Services' monitors removed for a listener create
-	// on the OVN provider, to be re-created (ovnmonitors.go).
-	removed removedMonitors
+	// failedCreates are the OVN provider's listener creates that failed
+	// after monitors were removed for them (ovnmonitors.go).
+	failedCreates failedCreates
 }
 
 func (m *Manager) requeue() time.Duration {

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -174,4 +176,59 @@ func releasable(f FloatingIP, lb *LoadBalancer, uid string) bool {
 		return true
 	}
 	return slices.Contains(lb.Tags, adoptedTag) && strings.HasPrefix(f.Description, upstreamFloatingIPPrefix)
+}
+
+// removedMonitorTagPrefix starts the tag Stackward puts on a pool before it
+// removes the pool's health monitor for a listener create on the OVN
+// provider (ovnmonitors.go): the monitor's settings, kept in Octavia so
+// any Stackward process re-creates the monitor, whatever restarts between.
+const removedMonitorTagPrefix = "stackward_removed_monitor="
+
+// removedMonitorTag encodes a monitor's settings in one tag: type, delay,
+// timeout, max retries, max retries down, URL path and name. A name that
+// does not fit Octavia's 255 characters is shortened (it is for people);
+// settings that do not fit are an error, and the monitor then stays.
+func removedMonitorTag(m MonitorSpec) (string, error) {
+	name := []rune(m.Name)
+	for {
+		tag := removedMonitorTagPrefix + strings.Join([]string{m.Type, strconv.Itoa(m.Delay), strconv.Itoa(m.Timeout),
+			strconv.Itoa(m.MaxRetries), strconv.Itoa(m.MaxRetriesDown), url.QueryEscape(m.URLPath), url.QueryEscape(string(name))}, ",")
+		if len(tag) <= maxNameLen {
+			return tag, nil
+		}
+		if len(name) == 0 {
+			return "", fmt.Errorf("the settings of health monitor %q do not fit in a tag of %d characters", m.Name, maxNameLen)
+		}
+		name = name[:len(name)-1]
+	}
+}
+
+// removedMonitorOf finds the tag removedMonitorTag wrote among a pool's
+// tags and decodes it; ok is false when there is none or it does not
+// decode (a tag of another version is left alone).
+func removedMonitorOf(tags []string) (tag string, m MonitorSpec, ok bool) {
+	for _, t := range tags {
+		rest, found := strings.CutPrefix(t, removedMonitorTagPrefix)
+		if !found {
+			continue
+		}
+		f := strings.Split(rest, ",")
+		if len(f) != 7 || f[0] == "" {
+			continue
+		}
+		var n [4]int
+		var err error
+		for i := range n {
+			if n[i], err = strconv.Atoi(f[i+1]); err != nil {
+				break
+			}
+		}
+		path, perr := url.QueryUnescape(f[5])
+		name, nerr := url.QueryUnescape(f[6])
+		if err != nil || perr != nil || nerr != nil {
+			continue
+		}
+		return t, MonitorSpec{Name: name, Type: f[0], Delay: n[0], Timeout: n[1], MaxRetries: n[2], MaxRetriesDown: n[3], URLPath: path}, true
+	}
+	return "", MonitorSpec{}, false
 }

@@ -51,3 +51,46 @@ func TestNames(t *testing.T) {
 		}
 	})
 }
+
+// The tag that keeps a removed monitor's settings decodes to them, fits
+// Octavia's 255 characters whatever the name, and is found among others.
+func TestRemovedMonitorTag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec MonitorSpec
+		want MonitorSpec
+	}{
+		{"a TCP monitor", MonitorSpec{Name: "db-check", Type: "TCP", Delay: 11, Timeout: 4, MaxRetries: 5, MaxRetriesDown: 2},
+			MonitorSpec{Name: "db-check", Type: "TCP", Delay: 11, Timeout: 4, MaxRetries: 5, MaxRetriesDown: 2}},
+		{"an HTTP monitor whose path and name hold separators", MonitorSpec{Name: "a,b=c d", Type: "HTTP", Delay: 5, Timeout: 3, MaxRetries: 1, URLPath: "/healthz?x=1,2"},
+			MonitorSpec{Name: "a,b=c d", Type: "HTTP", Delay: 5, Timeout: 3, MaxRetries: 1, URLPath: "/healthz?x=1,2"}},
+		{"a name too long is shortened", MonitorSpec{Name: strings.Repeat("ü", 200), Type: "TCP", Delay: 5, Timeout: 3, MaxRetries: 1},
+			MonitorSpec{Type: "TCP", Delay: 5, Timeout: 3, MaxRetries: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tag, err := removedMonitorTag(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tag) > maxNameLen {
+				t.Fatalf("tag of %d characters", len(tag))
+			}
+			got, m, ok := removedMonitorOf([]string{"team=db", tag})
+			if !ok || got != tag {
+				t.Fatalf("tag %q not found (%q)", tag, got)
+			}
+			if tc.want.Name == "" {
+				if !strings.HasPrefix(tc.spec.Name, m.Name) || m.Name == "" {
+					t.Errorf("name %q is not a start of %q", m.Name, tc.spec.Name)
+				}
+				m.Name = ""
+			}
+			if m != tc.want {
+				t.Errorf("decoded %+v, want %+v", m, tc.want)
+			}
+		})
+	}
+	if _, _, ok := removedMonitorOf([]string{"team=db", removedMonitorTagPrefix + "garbage"}); ok {
+		t.Error("a tag that does not decode was taken for a record")
+	}
+}

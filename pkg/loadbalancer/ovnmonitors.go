@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"k8s.io/klog/v2"
 )
 
@@ -29,47 +31,60 @@ import (
 // every monitor on a pool of protocol P goes first (one call each, as
 // every change), the listeners are created, and the monitors come back
 // last. A Service's own monitors come back through its own plan (the
-// desired state wants them); those of other Services sharing the load
-// balancer are remembered here with their settings and re-created by the
-// Service that removed them. If the CCM restarts in between, the sync of
-// every Service at start brings each one's monitors back.
+// desired state wants them). Any other monitor (another Service's, or one
+// on a load balancer made outside Kubernetes) is first recorded with its
+// settings in a tag on its pool (removedMonitorTag, one call, and no
+// delete unless it was written), then deleted. Every sync of any Service
+// on that load balancer, by any Stackward process, reads those tags with
+// the tree (no extra call), re-creates the monitors they record once no
+// listener create of their protocol is pending, and then removes the
+// tags. A process that restarts in between loses nothing.
+//
+// A listener create that fails leaves the load balancer as it was, so the
+// monitors removed for it come back at once: the first in the same sync
+// (one more call, before the controller's back-off), the others first
+// thing in the next syncs (failedCreates), and the next attempt removes
+// them again. The load balancer is without them only between a delete and
+// the create.
 
 // ReasonRecreatingMonitors: health monitors were removed for a listener
 // create the OVN provider would otherwise wedge, and come back after it.
 const ReasonRecreatingMonitors = "RecreatingHealthMonitors"
 
-// removedMonitors are other Services' monitors a sync removed, by load
-// balancer ID, then pool ID.
-type removedMonitors struct {
+// failedCreates are, by load balancer ID, the protocols whose listener
+// create failed after monitors were removed for it: until those monitors
+// are back they are re-created before anything else. Only a hint: a
+// restart loses it at the cost of one more failed create.
+type failedCreates struct {
 	mu   sync.Mutex
-	byLB map[string]map[string]MonitorSpec
+	byLB map[string]map[string]bool
 }
 
-func (r *removedMonitors) put(lbID, poolID string, m MonitorSpec) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byLB == nil {
-		r.byLB = map[string]map[string]MonitorSpec{}
+func (f *failedCreates) set(lbID, protocol string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byLB == nil {
+		f.byLB = map[string]map[string]bool{}
 	}
-	if r.byLB[lbID] == nil {
-		r.byLB[lbID] = map[string]MonitorSpec{}
+	if f.byLB[lbID] == nil {
+		f.byLB[lbID] = map[string]bool{}
 	}
-	r.byLB[lbID][poolID] = m
+	f.byLB[lbID][protocol] = true
 }
 
-func (r *removedMonitors) drop(lbID, poolID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.byLB[lbID], poolID)
-	if len(r.byLB[lbID]) == 0 {
-		delete(r.byLB, lbID)
-	}
+func (f *failedCreates) has(lbID, protocol string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byLB[lbID][protocol]
 }
 
-func (r *removedMonitors) of(lbID string) map[string]MonitorSpec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return maps.Clone(r.byLB[lbID])
+func (f *failedCreates) clear(lbID, protocol string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.byLB[lbID], protocol)
+	if len(f.byLB[lbID]) == 0 {
+		delete(f.byLB, lbID)
+	}
 }
 
 // monitorGuarded says whether a step that removes monitors for a listener
@@ -95,52 +110,146 @@ func (m *Manager) guardMonitors(lbID, provider string, own *Tree, steps []step) 
 			}
 		}
 	}
-	steps = append(steps, m.restoreSteps(lbID, own)...)
 	creating := map[string]bool{}
 	for _, s := range steps {
 		if s.listener != "" {
 			creating[s.listener] = true
 		}
 	}
-	if len(creating) == 0 {
-		return steps, nil
-	}
 	mine := map[string]bool{}
 	for _, l := range own.Listeners {
 		mine[l.DefaultPoolID] = true
 	}
-	var out, last []step
-	for _, id := range slices.Sorted(maps.Keys(own.Pools)) {
-		p := own.Pools[id]
-		if p.Monitor == nil || !creating[p.Protocol] {
+	restores, untags := restoreSteps(own, mine, creating)
+	steps = append(steps, restores...)
+	// back are, by protocol, the monitor creates on pools that exist and
+	// have none: what a failed listener create of that protocol brings
+	// back at once.
+	back := map[string][]step{}
+	for _, s := range steps {
+		if p := own.Pools[s.pool]; s.monitor != "" && p != nil && p.Monitor == nil && creating[s.monitor] {
+			back[s.monitor] = append(back[s.monitor], s)
+		}
+	}
+	retrying := map[string]bool{}
+	for _, protocol := range slices.Sorted(maps.Keys(creating)) {
+		if !m.failedCreates.has(lbID, protocol) {
 			continue
 		}
-		mon, foreign := *p.Monitor, !mine[id]
+		if len(back[protocol]) == 0 {
+			m.failedCreates.clear(lbID, protocol) // all back: the next attempt may remove them again
+			continue
+		}
+		retrying[protocol] = true
+	}
+	var again, out, middle, last []step
+	for _, id := range slices.Sorted(maps.Keys(own.Pools)) {
+		p := own.Pools[id]
+		if p.Monitor == nil || !creating[p.Protocol] || retrying[p.Protocol] {
+			continue
+		}
+		mon := *p.Monitor
 		if first := firstPool(own, p.Protocol); first != id {
 			return nil, fmt.Errorf("%w: a %s listener cannot be created beside health monitor %s (%s) of pool %s, and that monitor cannot be deleted either: "+
 				"the provider then reports pool %s ACTIVE instead of %s, which stays PENDING_UPDATE for good; nothing was changed. "+
 				"Create the Service with all its ports at once (a new load balancer), or give the new port a load balancer of its own",
 				ErrOVNMonitorWedge, p.Protocol, mon.Name, mon.ID, id, first, id)
 		}
+		if !mine[id] {
+			record, err := recordStep(id, p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: a %s listener cannot be created beside health monitor %s (%s) of pool %s, which cannot be removed and re-created: %w; nothing was changed",
+					ErrOVNMonitorWedge, p.Protocol, mon.Name, mon.ID, id, err)
+			}
+			if record != nil {
+				out = append(out, *record)
+			}
+		}
 		out = append(out, step{What: fmt.Sprintf("delete health monitor %s (%s) of pool %s before a %s listener is created", mon.Name, mon.ID, id, p.Protocol),
 			do: func(ctx context.Context, o Octavia) error {
-				if foreign {
-					// Remembered before the call: a lost answer must not
-					// lose the settings; a failed delete leaves the monitor,
-					// which restoreSteps then finds and forgets.
-					m.removed.put(lbID, id, mon.MonitorSpec)
-				}
 				return o.DeleteMonitor(ctx, mon.ID)
 			}, clears: p.Protocol})
 	}
 	for _, s := range steps {
-		if s.monitor != "" && creating[s.monitor] {
+		switch {
+		case retrying[s.monitor] && slices.ContainsFunc(back[s.monitor], func(b step) bool { return b.What == s.What }):
+			again = append(again, s) // before anything else
+		case s.monitor != "" && creating[s.monitor]:
 			last = append(last, s) // after the listener creates
-			continue
+		case s.listener != "" && len(back[s.listener]) > 0:
+			middle = append(middle, m.restoreOnFailure(lbID, s, back[s.listener][0]))
+		default:
+			middle = append(middle, s)
 		}
-		out = append(out, s)
 	}
-	return append(out, last...), nil
+	return slices.Concat(again, out, middle, last, untags), nil
+}
+
+// restoreOnFailure wraps a listener create so that, when it fails, the
+// first monitor removed for it comes back in the same sync: a refused
+// create changed nothing, so the load balancer takes one more change. The
+// failure is what the sync reports; the monitor create's own failure is
+// only told (a busy answer to it must not make the sync look merely busy).
+func (m *Manager) restoreOnFailure(lbID string, create, monitor step) step {
+	do := create.do
+	create.do = func(ctx context.Context, o Octavia) error {
+		err := do(ctx, o)
+		if err == nil || gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+			return err
+		}
+		m.failedCreates.set(lbID, create.listener)
+		if merr := monitor.do(ctx, o); merr != nil {
+			return fmt.Errorf("%w; the health monitors removed for it come back on the next syncs (%s: %v)", err, monitor.What, merr)
+		}
+		return fmt.Errorf("%w; the health monitors removed for it come back meanwhile (%s: done)", err, monitor.What)
+	}
+	return create
+}
+
+// recordStep writes a monitor's settings in a tag on its pool before the
+// monitor is deleted, or is nil when that tag is there already.
+func recordStep(poolID string, p *Pool) (*step, error) {
+	tag, err := removedMonitorTag(p.Monitor.MonitorSpec)
+	if err != nil {
+		return nil, err
+	}
+	old, _, _ := removedMonitorOf(p.Tags)
+	if old == tag {
+		return nil, nil
+	}
+	tags := append(slices.DeleteFunc(slices.Clone(p.Tags), func(t string) bool { return t == old }), tag)
+	return &step{What: fmt.Sprintf("record the settings of health monitor %s (%s) in a tag of pool %s before it is deleted", p.Monitor.Name, p.Monitor.ID, poolID),
+		do: func(ctx context.Context, o Octavia) error {
+			return o.SetPoolTags(ctx, poolID, tags)
+		}}, nil
+}
+
+// restoreSteps re-create the monitors recorded in pool tags (recordStep)
+// whose pools have none, with the recorded settings; untags remove the
+// tags that have done their job: the monitor is back and no listener
+// create has it removed, or the pool is the Service's own (its desired
+// state decides its monitor). Only Stackward's tag and the monitor it
+// removed are touched.
+func restoreSteps(tree *Tree, mine, creating map[string]bool) (restores, untags []step) {
+	for _, id := range slices.Sorted(maps.Keys(tree.Pools)) {
+		p := tree.Pools[id]
+		tag, spec, ok := removedMonitorOf(p.Tags)
+		switch {
+		case !ok:
+		case mine[id] || p.Monitor != nil && !creating[p.Protocol]:
+			tags := slices.DeleteFunc(slices.Clone(p.Tags), func(t string) bool { return t == tag })
+			untags = append(untags, step{What: fmt.Sprintf("remove the tag that recorded health monitor %s from pool %s", spec.Name, id),
+				do: func(ctx context.Context, o Octavia) error {
+					return o.SetPoolTags(ctx, id, tags)
+				}})
+		case p.Monitor == nil:
+			restores = append(restores, step{What: fmt.Sprintf("re-create health monitor %s of pool %s from its tag", spec.Name, id),
+				do: func(ctx context.Context, o Octavia) error {
+					return o.CreateMonitor(ctx, id, spec)
+				}, monitor: p.Protocol, pool: id})
+		}
+	}
+	return restores, untags
 }
 
 // ErrOVNMonitorWedge: a listener create is refused because neither it nor
@@ -161,31 +270,6 @@ func firstPool(tree *Tree, protocol string) string {
 		}
 	}
 	return first
-}
-
-// restoreSteps re-create the monitors of other Services this process
-// removed from the load balancer, with the settings they had. A pool that
-// is gone or has a monitor again (its Service re-created it) is forgotten.
-func (m *Manager) restoreSteps(lbID string, tree *Tree) []step {
-	var out []step
-	removed := m.removed.of(lbID)
-	for _, id := range slices.Sorted(maps.Keys(removed)) {
-		p, ok := tree.Pools[id]
-		if !ok || p.Monitor != nil {
-			m.removed.drop(lbID, id)
-			continue
-		}
-		spec := removed[id]
-		out = append(out, step{What: fmt.Sprintf("re-create health monitor %s of another Service's pool %s", spec.Name, id),
-			do: func(ctx context.Context, o Octavia) error {
-				if err := o.CreateMonitor(ctx, id, spec); err != nil {
-					return err
-				}
-				m.removed.drop(lbID, id)
-				return nil
-			}, monitor: p.Protocol})
-	}
-	return out
 }
 
 // monitorsRemoved is the in-progress answer of a sync that removed a

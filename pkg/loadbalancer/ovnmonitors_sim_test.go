@@ -73,9 +73,9 @@ func TestOVNListenerAddedBesideAHealthMonitor(t *testing.T) {
 			add: corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053}},
 		{name: "a Service sharing the load balancer: the other Service's monitor goes and comes back with its settings",
 			add: corev1.ServicePort{Name: "api", Protocol: corev1.ProtocolTCP, Port: 8080, NodePort: 30880}, shared: true, wantRemoved: 1},
-		{name: "a listener create that fails after the monitor went: the next syncs create it and bring the monitor back",
+		{name: "a listener create that fails after the monitor went: the monitor comes back at once, goes again for the next attempt, and comes back after it",
 			add:   corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
-			fault: &cloudsim.FaultRule{Service: cloudsim.ServiceLoadBalancer, Operation: "listeners.create", Status: 500, Times: 1}, wantRemoved: 1},
+			fault: &cloudsim.FaultRule{Service: cloudsim.ServiceLoadBalancer, Operation: "listeners.create", Status: 500, Times: 1}, wantRemoved: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newSimEnv(t, 20*time.Millisecond)

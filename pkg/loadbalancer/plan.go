@@ -29,6 +29,9 @@ type step struct {
 	// unmonitors is the pool whose monitor the step deletes, for a monitor
 	// the Service no longer wants (or wants of another type).
 	unmonitors string
+	// pool is the existing pool a monitor create (monitor set) is for: it
+	// can run in the sync whose listener create failed (ovnmonitors.go).
+	pool string
 }
 
 func (s step) String() string { return s.What }
@@ -118,7 +121,7 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string)
 	case m == nil && want.Monitor != nil:
 		steps = append(steps, step{What: "create monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
-		}, monitor: cur.Protocol})
+		}, monitor: cur.Protocol, pool: cur.ID})
 	case m != nil && want.Monitor == nil:
 		steps = append(steps, step{What: "delete monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.DeleteMonitor(ctx, m.ID)
@@ -130,7 +133,7 @@ func planPool(key string, l Listener, cur *Pool, want PoolSpec, provider string)
 			}, unmonitors: cur.ID},
 			step{What: "create monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 				return o.CreateMonitor(ctx, cur.ID, *want.Monitor)
-			}, monitor: cur.Protocol})
+			}, monitor: cur.Protocol, pool: cur.ID})
 	case m != nil && !monitorEqual(m.MonitorSpec, *want.Monitor):
 		steps = append(steps, step{What: "update monitor of listener " + key, do: func(ctx context.Context, o Octavia) error {
 			return o.UpdateMonitor(ctx, m.ID, *want.Monitor)

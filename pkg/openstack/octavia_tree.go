@@ -43,7 +43,7 @@ func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders})
 	}
 	for _, p := range ps {
-		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type}
+		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type, Tags: p.Tags}
 		if p.MonitorID != "" {
 			var mon *monitors.Monitor
 			err := o.do(ctx, "get_healthmonitor", func(ctx context.Context) error {
@@ -122,6 +122,13 @@ func (o *Octavia) UpdatePool(ctx context.Context, id string, spec PoolSpec) erro
 		// An empty SessionPersistence is sent as null: no persistence.
 		persistence := pools.SessionPersistence{Type: spec.Persistence}
 		return pools.Update(ctx, o.client, id, pools.UpdateOpts{LBMethod: pools.LBMethod(spec.Method), Persistence: &persistence}).Err
+	})
+}
+
+// SetPoolTags replaces a pool's tags, and changes nothing else.
+func (o *Octavia) SetPoolTags(ctx context.Context, id string, tags []string) error {
+	return o.do(ctx, "update_pool", func(ctx context.Context) error {
+		return pools.Update(ctx, o.client, id, pools.UpdateOpts{Tags: &tags}).Err
 	})
 }
 

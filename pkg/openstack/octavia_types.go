@@ -49,6 +49,7 @@ type Pool struct {
 	Persistence string // session_persistence type, "" for none
 	Members     []Member
 	Monitor     *Monitor
+	Tags        []string
 }
 
 // Monitor is an existing health monitor.
