@@ -29,7 +29,9 @@ var outsideMonitor = monitors.CreateOpts{Name: "db-check", Type: monitors.TypeTC
 func outsideOVNLB(t *testing.T, env simEnv) (lbID, poolID string) {
 	t.Helper()
 	ctx := context.Background()
-	lb, err := loadbalancers.Create(ctx, env.octavia, loadbalancers.CreateOpts{Name: "db", VipSubnetID: env.subnetID, Provider: loadbalancer.ProviderOVN}).Extract()
+	lb, err := loadbalancers.Create(ctx, env.octavia, loadbalancers.CreateOpts{Name: "db", VipSubnetID: env.subnetID, Provider: loadbalancer.ProviderOVN,
+		// The operator lets the Services of namespace shop use it.
+		Tags: []string{"kube_shared_with=shop"}}).Extract()
 	if err != nil {
 		t.Fatalf("create the load balancer: %v", err)
 	}
