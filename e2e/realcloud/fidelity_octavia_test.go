@@ -20,6 +20,24 @@ import (
 const fidelityTag = "stackward-fidelity"
 
 func (r *fidelityRun) octaviaSteps() {
+	// Octavia checks a vip_port_id before any provider sees it: a port a
+	// server uses is refused (pkg/loadbalancer refuses it earlier itself).
+	r.record("octavia: a load balancer on server A's port is refused", true, func(o obs) {
+		lb, err := r.octavia.CreateLoadBalancer(r.ctx, openstack.Spec{Name: "fid-on-port-a", Description: "fidelity",
+			Tags: []string{fidelityTag}, VIPPortID: r.portA})
+		o.err("error", err)
+		answer := r.last()
+		if lb != nil {
+			r.deleteAtEnd(lb.ID)
+		}
+		o.errorBody(r.n, "answer", answer)
+		o.fields(r.n, "answer", decode(answer.Body), "faultstring")
+		p, err := r.clients.Neutron.Port(r.ctx, r.portA)
+		o.err("port error", err)
+		if p != nil {
+			o["port after"] = "device=" + r.n.norm(p.DeviceID)
+		}
+	})
 	amphora := r.createLB("amphora")
 	r.record("octavia amphora: a change while the load balancer is PENDING_CREATE", true, func(o obs) {
 		o.err("error", r.octavia.CreateListener(r.ctx, amphora.ID, openstack.ListenerSpec{Protocol: "TCP", Port: 80, ConnLimit: -1}))

@@ -101,6 +101,12 @@ func (s *Sim) createLB(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
+	if b.VIPPortID != "" {
+		if err := st.checkVIPPort(r, b.VIPPortID); err != nil {
+			writeOctErr(w, err)
+			return
+		}
+	}
 	if st.lbQuota > 0 {
 		n := 0
 		for _, lb := range st.lb.lbs.all() {

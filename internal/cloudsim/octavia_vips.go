@@ -25,6 +25,24 @@ func additionalVIPsView(vips []additionalVIP) []any {
 	return out
 }
 
+// checkVIPPort refuses a vip_port_id as Octavia's API does before any
+// provider sees it: a port the caller cannot read is not found (Octavia
+// reads it with the caller's token), and a port with a device_id (a
+// server's, another load balancer's) is in use. A port that passes stays
+// the user's: Octavia neither takes it over nor deletes it with the load
+// balancer (ownPort), it only deletes VIP ports it owns.
+func (st *state) checkVIPPort(r *http.Request, id string) error {
+	p, err := portRes.lookup(r, st, id, "")
+	if err != nil {
+		return octFail(http.StatusBadRequest, "Port %s not found.", id)
+	}
+	if p.DeviceID != "" {
+		// Octavia's (Zed's) message ends in a space.
+		return octFail(http.StatusBadRequest, "Validation failure: Port %s is already used by device %s ", p.ID, p.DeviceID)
+	}
+	return nil
+}
+
 // createVIP makes the LB's VIP port in Neutron, with the additional VIPs'
 // fixed IPs after the primary one.
 func (st *state) createVIP(lb *lbObj, addr string, extra []additionalVIP) error {

@@ -65,6 +65,9 @@ type Neutron interface {
 	SubnetCIDR(ctx context.Context, subnetID string) (string, error)
 	// Subnets lists a network's subnets that pass the tag filter.
 	Subnets(ctx context.Context, networkID string, filter TagFilter) ([]Subnet, error)
+	// Port reads one port (a Service's port-id, portid.go); a 404 wraps
+	// openstack.ErrNotFound.
+	Port(ctx context.Context, id string) (*Port, error)
 }
 
 // Octavia provisioning states.

@@ -352,6 +352,9 @@ type fakeNeutron struct {
 	// floating subnets (networks_test.go); a full one is tested against
 	// the simulator (networks_full_sim_test.go)
 	floatingSubnets []Subnet
+	// ports a port-id may name, and the error reading any port (portid_test.go)
+	ports   map[string]*Port
+	portErr error
 }
 
 func newFakeNeutron() *fakeNeutron {

@@ -17,7 +17,13 @@ import (
 //   - the floating network of a public load balancer: the one external
 //     network, when there is exactly one. Several is an error naming them
 //     (a guess could put the VIP on the wrong network).
+//
+// First of all, a port-id a load balancer is to be created on must be the
+// Service's to use (portid.go).
 func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
+	if err := m.checkVIPPort(ctx, o, lb); err != nil {
+		return err
+	}
 	if err := m.resolveFamilies(ctx, o, lb, nodes); err != nil {
 		return err
 	}

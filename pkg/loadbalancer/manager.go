@@ -41,6 +41,9 @@ type Manager struct {
 	// Annotate merges annotations into the Service in the apiserver (the
 	// load-balancer-address, hostname.go); nil writes none.
 	Annotate func(ctx context.Context, svc *corev1.Service, annotations map[string]string) error
+	// ProjectID is the project of the credentials: a port-id of another
+	// project is refused (portid.go). "" leaves that to Neutron's policy.
+	ProjectID string
 
 	mu sync.Mutex
 	// Looked up once: the only external network, the nodes' subnet, the

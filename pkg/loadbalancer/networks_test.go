@@ -163,6 +163,7 @@ func TestInvalidClassAndPatternAreEventsAndNoCall(t *testing.T) {
 func TestPortIDIsTheVIPAndIsNeverChangedInPlace(t *testing.T) {
 	oct, net := newFakeOctavia(), newFakeNeutron()
 	m := newManager(oct, net)
+	net.ports = map[string]*Port{"port-mine": {ID: "port-mine"}}
 	svc := service(func(s *corev1.Service) { s.Annotations[AnnotationPortID] = "port-mine" })
 	st := converge(t, m, oct, svc, nodes("10.0.0.1"))
 	if oct.only().lb.VIPPortID != "port-mine" {

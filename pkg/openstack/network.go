@@ -34,13 +34,14 @@ func toPort(p ports.Port) Port {
 		project = p.TenantID
 	}
 	port := Port{
-		ID:         p.ID,
-		Name:       p.Name,
-		NetworkID:  p.NetworkID,
-		DeviceID:   p.DeviceID,
-		ProjectID:  project,
-		MACAddress: p.MACAddress,
-		Status:     p.Status,
+		ID:          p.ID,
+		Name:        p.Name,
+		NetworkID:   p.NetworkID,
+		DeviceID:    p.DeviceID,
+		DeviceOwner: p.DeviceOwner,
+		ProjectID:   project,
+		MACAddress:  p.MACAddress,
+		Status:      p.Status,
 	}
 	for _, ip := range p.FixedIPs {
 		port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})

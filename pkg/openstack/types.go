@@ -54,6 +54,7 @@ type Port struct {
 	Name                string
 	NetworkID           string
 	DeviceID            string
+	DeviceOwner         string
 	ProjectID           string
 	MACAddress          string
 	FixedIPs            []FixedIP

@@ -203,7 +203,7 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube 
 		return nil, errors.New("load balancers need a Neutron client")
 	}
 	m := &loadbalancer.Manager{Octavia: oct, Neutron: clients.Neutron, Config: cfg, ClusterUID: kube.clusterUID,
-		Annotate: kube.annotateService, Requeue: sopts.LBRequeue}
+		Annotate: kube.annotateService, Requeue: sopts.LBRequeue, ProjectID: clients.ProjectID}
 	if cfg.ManageSecurityGroups {
 		m.SecurityGroups = clients.Neutron
 	}
