@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
 // The invariants of TestOwnershipGenerative, checked on the snapshots
@@ -82,6 +84,24 @@ func withoutUser(l lbSnap, ref string) string {
 	return c.String()
 }
 
+// leaves says whether the only change from b to a is Service ref taking
+// its listeners or its tag off a load balancer it may not join: leaving,
+// never joining, is the way out of a share it should not have had. Not
+// for X's: upstream's name tag there is the tag Y's Service of that name
+// would have.
+func leaves(b, a lbSnap, ref string) bool {
+	tag := ownerTagOf(ref)
+	if withoutUser(b, ref) != withoutUser(a, ref) || slices.Contains(a.lb.Tags, tag) && !slices.Contains(b.lb.Tags, tag) {
+		return false
+	}
+	for id := range a.listeners {
+		if _, ok := b.listeners[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (w *world) check(before, after *snapshot, s *step) []string {
 	var v []string
 	ns := namespaceOf(s.svc)
@@ -97,8 +117,11 @@ func (w *world) check(before, after *snapshot, s *step) []string {
 			continue
 		}
 		bs, as := b.String(), a.String()
-		if own == ownerOp && s.actor == ownerY && s.svc != "" && consents(b.lb.Tags, ns) {
+		switch {
+		case own == ownerOp && s.actor == ownerY && s.svc != "" && consents(b.lb.Tags, ns):
 			bs, as = withoutUser(b, s.svc), withoutUser(a, s.svc)
+		case own != ownerX && s.actor == ownerY && s.svc != "" && leaves(b, a, s.svc):
+			continue
 		}
 		if bs != as {
 			who := string(own)
@@ -169,8 +192,8 @@ func (w *world) check(before, after *snapshot, s *step) []string {
 }
 
 // checkKept is invariant 4, and records what the Services of Y ask to keep
-// now: the floating IPs on their own load balancer with keep-floatingip
-// or spec.loadBalancerIP, and the address spec.loadBalancerIP names. A
+// now: the floating IPs on their own load balancer with keep-floatingip,
+// and the address spec.loadBalancerIP names. A
 // Service that stops asking releases its claim (update); a deleted one
 // keeps it for good.
 func (w *world) checkKept(after *snapshot) []string {
@@ -186,15 +209,12 @@ func (w *world) checkKept(after *snapshot) []string {
 		}
 	}
 	for ref, g := range w.ySvcs {
-		if !keeps(g.svc) {
-			continue
-		}
 		uid := string(g.svc.UID)
 		if lbip := g.svc.Spec.LoadBalancerIP; lbip != "" && byAddr[lbip] && w.kept[lbip] == "" {
 			w.kept[lbip] = uid
 		}
 		own, ok := after.lbs[w.lbOfIn(after, ref)]
-		if !ok {
+		if !ok || g.svc.Annotations[loadbalancer.AnnotationKeepFloatingIP] != "true" {
 			continue
 		}
 		for _, f := range after.fips {
