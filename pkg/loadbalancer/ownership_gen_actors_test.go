@@ -43,7 +43,7 @@ const (
 var genServers = map[string]string{"node-1": "10.0.0.11", "node-2": "10.0.0.12", "node-x": "10.0.0.13", "op-vm": "10.0.0.21"}
 
 // genPorts are the Service ports by name, the same in X and Y.
-var genPorts = map[string][2]int32{"web": {80, 30080}, "api": {8080, 30880}, "db": {5432, 31432}}
+var genPorts = map[string][2]int32{"web": {80, 30080}, "api": {8080, 30880}, "db": {5432, 31432}, "app": {9090, 30990}}
 
 // cloud is the simulator, the adapters both clusters' Managers use, and
 // the raw clients the operator, upstream CCM X and the checks use.

@@ -189,7 +189,7 @@ type step struct {
 
 var (
 	genNamespaces = []string{"a", "b"}
-	genNames      = []string{"web", "api", "db"}
+	genNames      = []string{"web", "api", "db", "app"}
 )
 
 // genFields are the Service's ownership-relevant settings and the values
@@ -199,7 +199,7 @@ var genFields = []struct {
 	values []string
 }{
 	{loadbalancer.AnnotationLoadBalancerID, []string{"x-upstream:a/api", "x-upstream:b/db", "x:a/web", "op:plain", "op:consent", "op:named",
-		"y:a/web", "y:a/api", "y:a/db", "y:b/web", "y:b/api", "y:b/db", "bogus"}},
+		"y:a/web", "y:a/api", "y:a/db", "y:a/app", "y:b/web", "y:b/api", "y:b/db", "y:b/app", "bogus"}},
 	{loadbalancer.AnnotationKeepFloatingIP, []string{"true", "false"}},
 	{"spec.loadBalancerIP", []string{"op-reserved", "x-upstream-fip", "kept", "fresh"}},
 	{loadbalancer.AnnotationPortID, []string{"node-1", "op-vm", "op-free"}},
@@ -237,8 +237,9 @@ func (w *world) nextStep() *step {
 	field := genFields[w.gen.Intn(len(genFields))]
 	value, unset := w.pick(field.values), w.gen.Intn(3) == 0
 	var fields [][2]string
-	for _, f := range genFields {
-		if w.gen.Intn(12) == 0 {
+	for i, f := range genFields {
+		// Sharing, the most tangled ownership question, is drawn most.
+		if i == 0 && w.gen.Intn(4) == 0 || i > 0 && w.gen.Intn(12) == 0 {
 			fields = append(fields, [2]string{f.key, w.pick(f.values)})
 		}
 	}
