@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand"
 	"slices"
 	"sort"
 	"strings"
@@ -223,7 +224,11 @@ func (w *world) setupOthers(t *testing.T) {
 		w.upstreamX[ref] = lb.ID
 		w.upstreamXFIP = append(w.upstreamXFIP, f.FloatingIP)
 	}
-	for _, o := range []struct{ key, name string; tags []string; port int }{
+	for _, o := range []struct {
+		key, name string
+		tags      []string
+		port      int
+	}{
 		{"plain", "ops-lb", nil, 443},
 		{"consent", "ops-shared", []string{"kube_shared_with=a"}, 8443},
 		{"named", "kube_service_kubernetes_b_api", nil, 9000},
@@ -297,6 +302,61 @@ func (w *world) syncX(ref string) string {
 		time.Sleep(3 * time.Millisecond)
 	}
 	return "no convergence"
+}
+
+// updateAll is the service controller's node sync: Update for every
+// Service of Y that has its load balancer, a few calls each.
+func (w *world) updateAll(rt *rand.Rand) string {
+	var out []string
+	for _, ref := range slices.Sorted(maps.Keys(w.ySvcs)) {
+		g := w.ySvcs[ref]
+		if g.deleting || g.statusGen < 0 {
+			continue
+		}
+		res := "ok"
+		for range 6 {
+			err := w.mY[rt.Intn(2)].Update(context.Background(), genCluster, g.svc, w.yNodes())
+			if err == nil || !isRetryErr(err) {
+				if err != nil {
+					res = short(err)
+				}
+				break
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+		out = append(out, ref+": "+res)
+	}
+	return strings.Join(out, ", ")
+}
+
+// recreateX deletes one of X's Services and makes it again with a new UID,
+// as X's namespace user would; X acts alone.
+func (w *world) recreateX(s *step, ref string) string {
+	g := w.xSvcs[ref]
+	for range 40 {
+		err := w.mX.Delete(context.Background(), genCluster, g.svc)
+		if err == nil {
+			break
+		}
+		if !isRetryErr(err) {
+			return "X Delete: " + short(err)
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+	if err := w.c.settle(); err != nil {
+		return err.Error()
+	}
+	ns, name, _ := strings.Cut(ref, "/")
+	w.nextUID++
+	fresh := genService(ns, name, 9000+w.nextUID)
+	fresh.Annotations = g.svc.Annotations
+	w.xSvcs[ref] = &genSvc{svc: fresh}
+	w.xUIDs = append(w.xUIDs, string(fresh.UID))
+	res := w.syncX(ref)
+	if res == "ok" {
+		s.violations = append(s.violations, w.foreign(ownerX, ref, "Ensure", &fresh.Status.LoadBalancer)...)
+	}
+	return res
 }
 
 // The snapshot: what the invariants compare, read through the raw

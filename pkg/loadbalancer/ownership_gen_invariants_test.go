@@ -1,6 +1,7 @@
 package loadbalancer_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -292,4 +293,30 @@ func (w *world) foreign(who owner, ref, what string, st *corev1.LoadBalancerStat
 		}
 	}
 	return v
+}
+
+func ingressIPs(st *corev1.LoadBalancerStatus) string {
+	var ips []string
+	for _, in := range st.Ingress {
+		ips = append(ips, in.IP)
+	}
+	slices.Sort(ips)
+	return "[" + strings.Join(ips, " ") + "]"
+}
+
+func short(err error) string {
+	s := err.Error()
+	for _, sentinel := range []error{loadbalancer.ErrNotAdopted, loadbalancer.ErrSharing, loadbalancer.ErrImmutable, loadbalancer.ErrFloatingIPInUse} {
+		if errors.Is(err, sentinel) {
+			s = "[" + sentinel.Error()[:min(len(sentinel.Error()), 24)] + "…] " + s
+		}
+	}
+	var inv *loadbalancer.InvalidAnnotationError
+	if errors.As(err, &inv) {
+		s = "[invalid annotation] " + s
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }

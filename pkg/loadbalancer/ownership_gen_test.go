@@ -176,15 +176,15 @@ func runOwnership(t *testing.T, seed int64, steps int) {
 // node change, or X at work. svc is the Service of Y whose sync it is
 // ("" when it touches many), for the namespace rule of invariant 1.
 type step struct {
-	desc       string
-	actor      owner
-	svc        string
-	fault      *cloudsim.FaultRule
+	desc  string
+	actor owner
+	svc   string
+	fault *cloudsim.FaultRule
 	// pickExisting: svc is only a wish; the step acts on an existing
 	// Service of Y when svc does not exist (retarget).
 	pickExisting bool
-	run        func(rt *rand.Rand) string
-	violations []string
+	run          func(rt *rand.Rand) string
+	violations   []string
 }
 
 var (
@@ -474,85 +474,4 @@ func (w *world) syncY(s *step, ref string, rt *rand.Rand) string {
 		return "Ensure: " + short(err)
 	}
 	return "requeued"
-}
-
-// updateAll is the service controller's node sync: Update for every
-// Service of Y that has its load balancer, a few calls each.
-func (w *world) updateAll(rt *rand.Rand) string {
-	var out []string
-	for _, ref := range slices.Sorted(maps.Keys(w.ySvcs)) {
-		g := w.ySvcs[ref]
-		if g.deleting || g.statusGen < 0 {
-			continue
-		}
-		res := "ok"
-		for range 6 {
-			err := w.mY[rt.Intn(2)].Update(context.Background(), genCluster, g.svc, w.yNodes())
-			if err == nil || !isRetryErr(err) {
-				if err != nil {
-					res = short(err)
-				}
-				break
-			}
-			time.Sleep(3 * time.Millisecond)
-		}
-		out = append(out, ref+": "+res)
-	}
-	return strings.Join(out, ", ")
-}
-
-// recreateX deletes one of X's Services and makes it again with a new UID,
-// as X's namespace user would; X acts alone.
-func (w *world) recreateX(s *step, ref string) string {
-	g := w.xSvcs[ref]
-	for range 40 {
-		err := w.mX.Delete(context.Background(), genCluster, g.svc)
-		if err == nil {
-			break
-		}
-		if !isRetryErr(err) {
-			return "X Delete: " + short(err)
-		}
-		time.Sleep(3 * time.Millisecond)
-	}
-	if err := w.c.settle(); err != nil {
-		return err.Error()
-	}
-	ns, name, _ := strings.Cut(ref, "/")
-	w.nextUID++
-	fresh := genService(ns, name, 9000+w.nextUID)
-	fresh.Annotations = g.svc.Annotations
-	w.xSvcs[ref] = &genSvc{svc: fresh}
-	w.xUIDs = append(w.xUIDs, string(fresh.UID))
-	res := w.syncX(ref)
-	if res == "ok" {
-		s.violations = append(s.violations, w.foreign(ownerX, ref, "Ensure", &fresh.Status.LoadBalancer)...)
-	}
-	return res
-}
-
-func ingressIPs(st *corev1.LoadBalancerStatus) string {
-	var ips []string
-	for _, in := range st.Ingress {
-		ips = append(ips, in.IP)
-	}
-	slices.Sort(ips)
-	return "[" + strings.Join(ips, " ") + "]"
-}
-
-func short(err error) string {
-	s := err.Error()
-	for _, sentinel := range []error{loadbalancer.ErrNotAdopted, loadbalancer.ErrSharing, loadbalancer.ErrImmutable, loadbalancer.ErrFloatingIPInUse} {
-		if errors.Is(err, sentinel) {
-			s = "[" + sentinel.Error()[:min(len(sentinel.Error()), 24)] + "…] " + s
-		}
-	}
-	var inv *loadbalancer.InvalidAnnotationError
-	if errors.As(err, &inv) {
-		s = "[invalid annotation] " + s
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
