@@ -204,7 +204,7 @@ var genFields = []struct {
 	{"spec.loadBalancerIP", []string{"op-reserved", "x-upstream-fip", "kept", "fresh"}},
 	{loadbalancer.AnnotationPortID, []string{"node-1", "op-vm", "op-free"}},
 	{loadbalancer.AnnotationFloatingNetworkID, []string{"public", "private"}},
-	{loadbalancer.AnnotationFloatingSubnetID, []string{"public"}},
+	{loadbalancer.AnnotationFloatingSubnetID, []string{"public-subnet"}},
 	{loadbalancer.AnnotationSubnetID, []string{"private-subnet"}},
 	{loadbalancer.AnnotationMemberSubnetID, []string{"private-subnet"}},
 	{loadbalancer.AnnotationNetworkID, []string{"private"}},
@@ -405,6 +405,8 @@ func (w *world) resolve(v, self string, rt *rand.Rand) string {
 		return w.c.publicNet
 	case "private":
 		return w.c.privateNet
+	case "public-subnet":
+		return w.c.publicSubnet
 	case "private-subnet":
 		return w.c.subnetID
 	}
