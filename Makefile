@@ -16,12 +16,16 @@ E2E_PARALLEL ?= 4
 E2E_LONGEST := ./e2e/realcloud/loadbalancers ./e2e/realcloud ./e2e/loadbalancer ./e2e/release ./e2e/soak ./e2e/kubeadm ./e2e/approver
 N ?= 5
 SOAK ?= 30m
+# make ownership: seeds x steps of the generative ownership test; OWNERSHIP_SEED replays one seed.
+OWNERSHIP_SEEDS ?= 200
+OWNERSHIP_STEPS ?= 60
+OWNERSHIP_SEED ?=
 
 FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lab-tools lint bench demo fuzz soak clean help images release realcloud realcloud-down
+.PHONY: all build test unit e2e tools lab-tools lint bench demo fuzz soak ownership clean help images release realcloud realcloud-down
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -81,6 +85,10 @@ soak: lab-tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_SOAK=$(SOAK) STACKWARD_SOAK_REPORT=$(BIN)/soak.json \
 	  $(GO) test -count=1 -tags e2e -timeout 4h -run '^TestSoak$$' -v ./e2e/soak/
 	@echo "report: $(BIN)/soak.json, plot: $(BIN)/soak.svg"
+
+ownership: ## Seeded generative ownership test, long (OWNERSHIP_SEEDS=200 x OWNERSHIP_STEPS=60; one seed: OWNERSHIP_SEED=n).
+	STACKWARD_OWNERSHIP_SEEDS=$(OWNERSHIP_SEEDS) STACKWARD_OWNERSHIP_STEPS=$(OWNERSHIP_STEPS) STACKWARD_OWNERSHIP_SEED=$(OWNERSHIP_SEED) \
+	  $(GO) test -count=1 -timeout 60m -run '^TestOwnershipGenerative$$' ./pkg/loadbalancer/
 
 demo: lab-tools ## The whole system on this machine: simulated cloud, control plane, N nodes (default 5); Ctrl-C stops it.
 	@mkdir -p $(BIN)
