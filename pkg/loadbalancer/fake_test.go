@@ -124,6 +124,21 @@ func (f *fakeOctavia) FindLoadBalancers(_ context.Context, name, tag string) ([]
 	return out, nil
 }
 
+func (f *fakeOctavia) LoadBalancersOnPort(_ context.Context, portID string) ([]LoadBalancer, error) {
+	if err := f.call("list_loadbalancers"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []LoadBalancer
+	for _, l := range f.lbs {
+		if l.lb.VIPPortID == portID {
+			out = append(out, l.lb)
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeOctavia) CreateLoadBalancer(_ context.Context, spec Spec) (*LoadBalancer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

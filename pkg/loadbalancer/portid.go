@@ -45,10 +45,25 @@ func (m *Manager) checkVIPPort(ctx context.Context, o *options, lb *LoadBalancer
 	if err != nil {
 		return fmt.Errorf("read the VIP port %s (%s): %w", o.portID, AnnotationPortID, err)
 	}
-	for _, refuse := range vipPortChecks {
-		if reason := refuse(p, m.ProjectID, lb); reason != "" {
-			return &InvalidAnnotationError{Annotation: AnnotationPortID, Value: o.portID,
-				Reason: reason + "; name a free port of the project, or none"}
+	refuse := func(reason string) error {
+		return &InvalidAnnotationError{Annotation: AnnotationPortID, Value: o.portID,
+			Reason: reason + "; name a free port of the project, or none"}
+	}
+	for _, check := range vipPortChecks {
+		if reason := check(p, m.ProjectID, lb); reason != "" {
+			return refuse(reason)
+		}
+	}
+	// An amphora load balancer on a port the user brought leaves it
+	// without a device: only Octavia knows it is taken, and another
+	// Service's floating IP on it would become this one's address.
+	on, err := m.Octavia.LoadBalancersOnPort(ctx, o.portID)
+	if err != nil {
+		return fmt.Errorf("load balancers on the VIP port %s (%s): %w", o.portID, AnnotationPortID, err)
+	}
+	for _, other := range on {
+		if (lb == nil || other.ID != lb.ID) && other.ProvisioningStatus != StatusPendingDelete {
+			return refuse(fmt.Sprintf("the port is the VIP port of load balancer %s (%s)", other.Name, other.ID))
 		}
 	}
 	return nil

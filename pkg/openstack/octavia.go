@@ -57,6 +57,22 @@ func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]Lo
 	return out, nil
 }
 
+// LoadBalancersOnPort lists the load balancers whose VIP is the port.
+func (o *Octavia) LoadBalancersOnPort(ctx context.Context, portID string) ([]LoadBalancer, error) {
+	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
+		func() pagination.Pager { return loadbalancers.List(o.client, loadbalancers.ListOpts{VipPortID: portID}) }, loadbalancers.ExtractLoadBalancers)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LoadBalancer, 0, len(list))
+	for _, lb := range list {
+		if lb.VipPortID == portID {
+			out = append(out, toLoadBalancer(&lb))
+		}
+	}
+	return out, nil
+}
+
 func toLoadBalancer(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, Description: lb.Description, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
