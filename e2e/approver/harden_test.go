@@ -211,6 +211,20 @@ func TestTheApproverHoldsAgainstAMisbehavingNode(t *testing.T) {
 		if !strings.Contains(refusal.Error(), "at most 16384 are admitted") {
 			t.Errorf("refusal %q does not say the limit", refusal)
 		}
+		// A kubelet's small body padded in its metadata instead: 200 KiB
+		// of annotations, or one label (a kubelet sets neither).
+		for what, meta := range map[string]metav1.ObjectMeta{
+			"200 KiB of annotations": {GenerateName: "csr-", Annotations: map[string]string{"example.com/pad": strings.Repeat("a", 200<<10)}},
+			"one label":              {GenerateName: "csr-", Labels: map[string]string{"example.com/pad": "x"}},
+		} {
+			name, err := createServingMeta(ctx, node, "padder-1", []string{framework.NodeIP(35)}, 0, meta)
+			if err == nil {
+				_ = cp.Admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+				t.Errorf("a request from a node with %s was admitted", what)
+			} else if !strings.Contains(err.Error(), "a kubelet sends none, and none are admitted from a node") {
+				t.Errorf("refusal of a request with %s: %q does not say why", what, err)
+			}
+		}
 		name, err := createServing(ctx, node, "padder-1", []string{framework.NodeIP(35)}, 0)
 		if err != nil {
 			t.Fatalf("a kubelet-sized request was refused: %v", err)
@@ -251,6 +265,12 @@ func requestServing(ctx context.Context, t *testing.T, client kubernetes.Interfa
 }
 
 func createServing(ctx context.Context, client kubernetes.Interface, node string, ips []string, pad int) (string, error) {
+	return createServingMeta(ctx, client, node, ips, pad, metav1.ObjectMeta{GenerateName: "csr-"})
+}
+
+// createServingMeta is createServing with the request's metadata (a
+// kubelet's is a generateName only).
+func createServingMeta(ctx context.Context, client kubernetes.Interface, node string, ips []string, pad int, meta metav1.ObjectMeta) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", err
@@ -269,7 +289,7 @@ func createServing(ctx context.Context, client kubernetes.Interface, node string
 		return "", err
 	}
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
+		ObjectMeta: meta,
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 			SignerName: certificatesv1.KubeletServingSignerName,

@@ -132,6 +132,10 @@ type Controller struct {
 	// the cache dropped for being larger than a kubelet ever sends: it is
 	// denied from this alone, and a flood of them costs no memory.
 	oversize sync.Map // oversizeKey → int
+	// trimmed holds the requests whose labels, annotations, finalizers or
+	// owner references the cache dropped: a write of one sends the live
+	// object's back (see forWrite).
+	trimmed sync.Map // oversizeKey → struct{}
 	// written holds the requests this process wrote a decision for until
 	// the informer shows it: a sync meanwhile (another request's decision
 	// re-queues it) sees the stale, pending copy and must not decide, write
@@ -264,50 +268,6 @@ func NewController(client kubernetes.Interface, cloud Cloud, opts Options) (*Con
 	return c, nil
 }
 
-func slimNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.Status = corev1.NodeStatus{}
-		n.ManagedFields = nil
-		return n, nil
-	}
-	return obj, nil
-}
-
-// maxRequestBytes is the largest spec.request looked at: a kubelet's
-// (PEM, one key, its names and addresses) is under 2 KiB even with RSA
-// 4096; anything much larger is padding.
-const maxRequestBytes = 16 << 10
-
-// slimCSR keeps in the cache only what decisions read: no managed fields,
-// no request body once the request is decided (unless the built-in signer
-// still has to sign it), and none of an oversize pending request (its
-// size is kept aside and it is denied for it).
-func (c *Controller) slimCSR(obj any) (any, error) {
-	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return obj, nil
-	}
-	csr.ManagedFields = nil
-	switch {
-	case isPending(csr):
-		if n := len(csr.Spec.Request); n > maxRequestBytes {
-			c.oversize.Store(oversizeKey(csr), n)
-			csr.Spec.Request = nil
-		}
-	case c.opts.Signer != nil && awaitsOurSignature(csr):
-	default:
-		csr.Spec.Request = nil
-		c.oversize.Delete(oversizeKey(csr))
-	}
-	return csr, nil
-}
-
-// oversizeKey names one request: its UID and name (a request of the same
-// name created again is another one).
-func oversizeKey(csr *certificatesv1.CertificateSigningRequest) string {
-	return string(csr.UID) + "/" + csr.Name
-}
-
 // onNode queues the pending requests of a Node's kubelet.
 func (c *Controller) onNode(obj any) {
 	n, ok := obj.(*corev1.Node)
@@ -365,6 +325,7 @@ func (c *Controller) onChange(obj any, gone bool) {
 		return
 	}
 	c.oversize.Delete(oversizeKey(csr))
+	c.trimmed.Delete(oversizeKey(csr))
 	c.written.Delete(csr.Name)
 	c.dryRunPending.Delete(csr.Name)
 	c.waiting.Delete(csr.Name)

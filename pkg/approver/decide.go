@@ -165,7 +165,13 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // approval subresource. A conflict is returned: the retry sees the newer
 // object (and skips it if someone else decided meanwhile).
 func (c *Controller) setCondition(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, d Decision) (*certificatesv1.CertificateSigningRequest, error) {
-	upd := csr.DeepCopy()
+	upd, err := c.forWrite(ctx, csr)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update approval of CSR %s to %s: %w", csr.Name, t, err)
+	}
 	now := metav1.NewTime(c.now())
 	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type:               t,

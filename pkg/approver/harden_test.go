@@ -2,6 +2,7 @@ package approver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -152,6 +154,85 @@ func TestAFloodOfOversizeRequestsCostsNoCacheAndOthersAreApproved(t *testing.T) 
 	// None of the flood's bodies, pending or decided, is held.
 	if held > 0 {
 		t.Errorf("the cache holds %d bytes of request bodies; want none (all decided or oversize)", held)
+	}
+}
+
+// TestPaddedMetadataCostsNoCacheAndIsKeptOnWrite: a node files requests
+// with a kubelet's small body and ~256 KiB of annotations, labels,
+// finalizers and owner references each (what the apiserver admits without
+// the chart's policy); the cache keeps none of that padding, the first ones
+// are denied up to the node's denial budget and the rest stay pending, and
+// the decisions written leave each stored request's metadata as it was.
+func TestPaddedMetadataCostsNoCacheAndIsKeptOnWrite(t *testing.T) {
+	const flood = 20
+	labels := map[string]string{}
+	for i := range 100 {
+		labels[fmt.Sprintf("example.com/pad-%03d", i)] = strings.Repeat("l", 63)
+	}
+	var objs []runtime.Object
+	for i := range flood {
+		// 10.0.0.10 is node-a's: node-b's requests for it are denied.
+		csr := makeCSR(t, csrSpec{name: fmt.Sprintf("padded-%02d", i), node: "node-b", ips: []string{"10.0.0.10"}})
+		csr.UID = types.UID(fmt.Sprintf("uid-padded-%02d", i))
+		csr.Annotations = map[string]string{"example.com/pad": strings.Repeat("a", 250<<10)}
+		csr.Labels = labels
+		csr.Finalizers = []string{"example.com/hold-1", "example.com/hold-2"}
+		csr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "pad", UID: "uid-pad"}}
+		objs = append(objs, csr)
+	}
+	objs = append(objs, makeCSR(t, csrSpec{name: "good", node: "node-a", ips: []string{"10.0.0.10"}}))
+	client := fake.NewClientset(withNodesFor(objs...)...)
+	c, stop := startControllerFor(t, client)
+	defer stop()
+
+	if got := waitCondition(t, client, "good"); got.Type != certificatesv1.CertificateApproved {
+		t.Fatalf("the other node's request: %+v", got)
+	}
+	var denied []certificatesv1.CertificateSigningRequest
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		denied = nil
+		for _, csr := range list.Items {
+			if c := condition(&csr); c != nil && csr.Spec.Username == "system:node:node-b" {
+				if c.Type != certificatesv1.CertificateDenied {
+					t.Fatalf("%s: %+v, want Denied", csr.Name, c)
+				}
+				denied = append(denied, csr)
+			}
+		}
+		return len(denied) == DefaultMaxDenialsPerNode, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of the padded requests denied, want the budget of %d: %v", len(denied), DefaultMaxDenialsPerNode, err)
+	}
+	// A decision goes through the approval subresource, which stores the
+	// metadata it is sent: the trimmed cache copy must not be it.
+	for _, csr := range denied {
+		if len(csr.Annotations["example.com/pad"]) != 250<<10 || len(csr.Labels) != len(labels) || len(csr.Finalizers) != 2 || len(csr.OwnerReferences) != 1 {
+			t.Errorf("denying %s rewrote its metadata: %d annotations, %d labels, finalizers %v, owners %v",
+				csr.Name, len(csr.Annotations), len(csr.Labels), csr.Finalizers, csr.OwnerReferences)
+		}
+	}
+	held, n := 0, 0
+	for _, o := range c.csrInformer.GetIndexer().List() {
+		csr := o.(*certificatesv1.CertificateSigningRequest)
+		if csr.Spec.Username != "system:node:node-b" {
+			continue
+		}
+		n++
+		held += csr.Size()
+		if len(csr.Annotations)+len(csr.Labels)+len(csr.Finalizers)+len(csr.OwnerReferences) > 0 {
+			t.Errorf("the cache keeps the metadata of %s: %d annotations, %d labels, %d finalizers, %d owners",
+				csr.Name, len(csr.Annotations), len(csr.Labels), len(csr.Finalizers), len(csr.OwnerReferences))
+		}
+	}
+	// A pending request keeps its (kubelet-sized) body; nothing else of
+	// it is larger than a few hundred bytes.
+	if n != flood || held > flood*2<<10 {
+		t.Errorf("the cache holds %d of the %d padded requests in %d KiB; want all of them in at most %d KiB", n, flood, held>>10, flood*2)
 	}
 }
 

@@ -64,7 +64,13 @@ func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSi
 		c.recorder.Eventf(csr, corev1.EventTypeWarning, reasonSignFailed, "Approved but not signed, will retry: %v", err)
 		return fmt.Errorf("sign CSR %s: %w", csr.Name, err)
 	}
-	upd := csr.DeepCopy()
+	upd, err := c.forWrite(ctx, csr)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write certificate of CSR %s: %w", csr.Name, err)
+	}
 	upd.Status.Certificate = certPEM
 	_, err = c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	c.metrics.writes.WithLabelValues("certificatesigningrequests/status", "update").Inc()
