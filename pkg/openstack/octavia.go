@@ -60,7 +60,9 @@ func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]Lo
 // LoadBalancersOnPort lists the load balancers whose VIP is the port.
 func (o *Octavia) LoadBalancersOnPort(ctx context.Context, portID string) ([]LoadBalancer, error) {
 	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
-		func() pagination.Pager { return loadbalancers.List(o.client, loadbalancers.ListOpts{VipPortID: portID}) }, loadbalancers.ExtractLoadBalancers)
+		func() pagination.Pager {
+			return loadbalancers.List(o.client, loadbalancers.ListOpts{VipPortID: portID})
+		}, loadbalancers.ExtractLoadBalancers)
 	if err != nil {
 		return nil, err
 	}
