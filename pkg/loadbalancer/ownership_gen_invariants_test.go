@@ -73,13 +73,19 @@ func mayChange(l lbSnap, ref string) bool {
 
 // withoutUser is l without what Service ref may add to a load balancer
 // shared with it: its owner tag and its listeners.
-func withoutUser(l lbSnap, ref string) string {
-	tag := ownerTagOf(ref)
+func withoutUser(l lbSnap, refs ...string) string {
 	c := lbSnap{lb: l.lb, listeners: map[string]string{}}
-	c.lb.Tags = slices.DeleteFunc(slices.Clone(l.lb.Tags), func(t string) bool { return t == tag })
+	c.lb.Tags = slices.Clone(l.lb.Tags)
 	for id, s := range l.listeners {
-		if !strings.Contains(s, tag+"]") && !strings.Contains(s, tag+" ") {
-			c.listeners[id] = s
+		c.listeners[id] = s
+	}
+	for _, ref := range refs {
+		tag := ownerTagOf(ref)
+		c.lb.Tags = slices.DeleteFunc(c.lb.Tags, func(t string) bool { return t == tag })
+		for id, s := range c.listeners {
+			if strings.Contains(s, tag+"]") || strings.Contains(s, tag+" ") {
+				delete(c.listeners, id)
+			}
 		}
 	}
 	return c.String()
@@ -121,6 +127,16 @@ func (w *world) check(before, after *snapshot, s *step) []string {
 		switch {
 		case own == ownerOp && s.actor == ownerY && s.svc != "" && consents(b.lb.Tags, ns):
 			bs, as = withoutUser(b, s.svc), withoutUser(a, s.svc)
+		case own == ownerOp && s.actor == ownerY && s.svc == "":
+			// A node change updates the members of every Y Service's
+			// listeners, those on an operator's load balancer included.
+			var users []string
+			for ref := range w.ySvcs {
+				if consents(b.lb.Tags, namespaceOf(ref)) {
+					users = append(users, ref)
+				}
+			}
+			bs, as = withoutUser(b, users...), withoutUser(a, users...)
 		case own != ownerX && s.actor == ownerY && s.svc != "" && leaves(b, a, s.svc):
 			continue
 		}
