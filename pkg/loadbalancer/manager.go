@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
 
 	"github.com/stackward/stackward/pkg/config"
 )
@@ -349,7 +349,7 @@ func (m *Manager) step(ctx context.Context, lb *LoadBalancer, spec Spec, consent
 	}
 	klog.FromContext(ctx).Info("Updating load balancer", "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
 	if err := steps[0].do(ctx, m.Octavia); err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if openstack.IsBusy(err) {
 			// Busy since we read it (another change is settling).
 			return 0, notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, steps[0].What)
 		}
@@ -447,7 +447,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 		}
 	}
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if openstack.IsBusy(err) {
 			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy; deleting it when it settles", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)

@@ -3,11 +3,9 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -140,7 +138,7 @@ func (m *Manager) allocateFloatingIP(ctx context.Context, svc *corev1.Service, o
 		if err == nil {
 			return f, nil
 		}
-		if !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if !openstack.IsBusy(err) {
 			return nil, fmt.Errorf("on subnet %s (%s): %w", s.Name, s.ID, err)
 		}
 		klog.FromContext(ctx).Info("Floating subnet has no free address, trying the next", "service", refOf(svc).String(), "subnet", s.Name)

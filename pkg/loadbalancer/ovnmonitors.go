@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // ovn-octavia-provider 3.0.0 (Zed) fails a listener create on a load
@@ -194,7 +194,7 @@ func (m *Manager) restoreOnFailure(lbID string, create, monitor step) step {
 	do := create.do
 	create.do = func(ctx context.Context, o Octavia) error {
 		err := do(ctx, o)
-		if err == nil || gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if err == nil || openstack.IsBusy(err) {
 			return err
 		}
 		m.failedCreates.set(lbID, create.listener)

@@ -3,11 +3,11 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"k8s.io/klog/v2"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // A load balancer Octavia left in provisioning status ERROR cannot be
@@ -98,7 +98,7 @@ func (m *Manager) retireDuplicate(ctx context.Context, id Identity, svc ServiceR
 
 func (m *Manager) deleteBroken(ctx context.Context, lb *LoadBalancer) error {
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if openstack.IsBusy(err) {
 			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) in ERROR became busy; deleting it when it settles", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("delete load balancer %s (%s) in provisioning status ERROR: %w", lb.Name, lb.ID, err)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -199,7 +197,7 @@ func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Ser
 
 func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
 	if err := m.Octavia.SetLoadBalancerTags(ctx, lb.ID, tags); err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if openstack.IsBusy(err) {
 			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("tags of load balancer %s (%s): %w", lb.Name, lb.ID, err)
@@ -209,7 +207,7 @@ func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) 
 
 func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step) error {
 	if err := s.do(ctx, m.Octavia); err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		if openstack.IsBusy(err) {
 			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
 		}
 		return fmt.Errorf("load balancer %s: %s: %w", lb.Name, s.What, err)

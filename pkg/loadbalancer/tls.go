@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 // Layer-7 listeners, as the upstream CCM builds them:
@@ -133,7 +132,7 @@ func l7Equal(cur Listener, want ListenerSpec) bool {
 // the container in Barbican (missing, another project's, not a
 // certificate), and the Event should say which setting to fix.
 func explainTLSRefusal(err error, spec Spec) error {
-	if err == nil || !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
+	if err == nil || !openstack.IsInvalid(err) {
 		return err
 	}
 	for _, l := range spec.Listeners {

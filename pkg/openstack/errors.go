@@ -1,6 +1,11 @@
 package openstack
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
 
 var (
 	// ErrNotFound means the cloud answered definitively that the resource
@@ -26,3 +31,12 @@ var ErrInvalidProviderID = errors.New("invalid OpenStack providerID")
 // credentials gets the same answer until someone changes something; any
 // other failure of a re-authentication may go away by itself.
 var ErrCredentialsRefused = errors.New("credentials refused")
+
+// IsBusy reports whether the cloud refused a change with 409 Conflict:
+// Octavia's load balancer is immutable while PENDING_*, or Neutron's
+// resource is in use. The same request may succeed later; nothing changed.
+func IsBusy(err error) bool { return gophercloud.ResponseCodeIs(err, http.StatusConflict) }
+
+// IsInvalid reports whether the cloud refused a request as invalid (400
+// Bad Request): asking again unchanged gets the same answer.
+func IsInvalid(err error) bool { return gophercloud.ResponseCodeIs(err, http.StatusBadRequest) }
