@@ -246,7 +246,7 @@ func restoreSteps(tree *Tree, mine, creating map[string]bool) (restores, untags 
 			restores = append(restores, step{What: fmt.Sprintf("re-create health monitor %s of pool %s from its tag", spec.Name, id),
 				do: func(ctx context.Context, o Octavia) error {
 					return o.CreateMonitor(ctx, id, spec)
-				}, monitor: p.Protocol, pool: id})
+				}, monitor: p.Protocol, pool: id, leaves: 1})
 		}
 	}
 	return restores, untags

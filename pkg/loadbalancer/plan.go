@@ -32,6 +32,9 @@ type step struct {
 	// pool is the existing pool a monitor create (monitor set) is for: it
 	// can run in the sync whose listener create failed (ovnmonitors.go).
 	pool string
+	// leaves is how many changes the step makes due in a later sync that
+	// no plan shows yet (a restored monitor's tag, ovnmonitors.go).
+	leaves int
 }
 
 func (s step) String() string { return s.What }

@@ -123,94 +123,12 @@ func (m *Manager) sharedLB(ctx context.Context, id Identity, svc *corev1.Service
 	return lb, nil
 }
 
-// ensureShared puts the Service's listeners on a load balancer it shares:
-// first its tag (checking max-shared-lb and port conflicts before any
-// change), then one listener change per sync. It allocates no floating IP:
-// the load balancer's own is the Service's address.
-func (m *Manager) ensureShared(ctx context.Context, id Identity, svc *corev1.Service, o *options, lb *LoadBalancer, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
-	switch lb.ProvisioningStatus {
-	case StatusActive:
-	case StatusError:
-		return nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, ErrProvisioningError)
-	default:
-		return nil, notReady(m.requeue(), ReasonWaitingForOctavia, "shared load balancer %s (%s) is %s", lb.Name, lb.ID, lb.ProvisioningStatus)
-	}
-	o, err := m.forProvider(svc, o, lb)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.resolveMemberSubnet(ctx, o); err != nil {
-		return nil, err
-	}
-	spec := buildSpec(id, svc, o, nodes)
-	tree, err := m.Octavia.Tree(ctx, lb.ID)
-	if err != nil {
-		return nil, fmt.Errorf("read load balancer %s: %w", lb.ID, err)
-	}
-	own, err := ownPart(lb, tree, spec)
-	if err != nil {
-		return nil, err
-	}
-	if users := owners(lb, id.ClusterUID, tree); !slices.Contains(users, spec.Owner) {
-		if limit := m.Config.MaxSharedLB; limit > 0 && len(users) >= limit {
-			return nil, fmt.Errorf("%w %s (%s): it serves %d Services already (%s), max-shared-lb in [LoadBalancer] is %d",
-				ErrSharing, lb.Name, lb.ID, len(users), strings.Join(users, ", "), limit)
-		}
-		tags := slices.Clone(lb.Tags)
-		for _, u := range users {
-			if !slices.Contains(tags, u) {
-				tags = append(tags, u) // its creator's, implied until now
-			}
-		}
-		if err := m.setTags(ctx, lb, append(tags, spec.Owner)); err != nil {
-			return nil, err
-		}
-		klog.FromContext(ctx).Info("Sharing load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "services", len(users)+1)
-		return nil, notReady(m.requeue(), ReasonApplyingChanges, "load balancer %s (%s): Service added to its users", lb.Name, lb.ID)
-	}
-	steps, err := m.guardMonitors(lb.ID, spec.Provider, own, plan(lb.ID, own, spec))
-	if err != nil {
-		return nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, err)
-	}
-	if len(steps) > 0 {
-		klog.FromContext(ctx).Info("Updating shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
-		if err := m.runStep(ctx, lb, steps[0]); err != nil {
-			return nil, err
-		}
-		if monitorGuarded(steps) {
-			return nil, m.monitorsRemoved(ctx, lb, steps[0], len(steps)-1)
-		}
-		return nil, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1)
-	}
-	if err := waitForAddresses(nodes, m.requeue()); err != nil {
-		return nil, err
-	}
-	if err := m.syncSecurityGroup(ctx, id.ClusterName, svc, o, spec, nodes); err != nil {
-		return nil, err
-	}
-	fips, err := m.Neutron.FloatingIPs(ctx, lb.VIPPortID, "")
-	if err != nil {
-		return nil, fmt.Errorf("floating IPs of VIP port %s: %w", lb.VIPPortID, err)
-	}
-	return status(lb, fips, serviceFamilies(svc)), nil
-}
-
 func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
 	if err := m.Octavia.SetLoadBalancerTags(ctx, lb.ID, tags); err != nil {
 		if openstack.IsBusy(err) {
 			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy", lb.Name, lb.ID)
 		}
 		return fmt.Errorf("tags of load balancer %s (%s): %w", lb.Name, lb.ID, err)
-	}
-	return nil
-}
-
-func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step) error {
-	if err := s.do(ctx, m.Octavia); err != nil {
-		if openstack.IsBusy(err) {
-			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
-		}
-		return fmt.Errorf("load balancer %s: %s: %w", lb.Name, s.What, err)
 	}
 	return nil
 }
@@ -248,7 +166,7 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 	}
 	if steps := plan(lb.ID, own, Spec{}); len(steps) > 0 {
 		klog.FromContext(ctx).Info("Removing the Service's listeners from a shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
-		if err := m.runStep(ctx, lb, steps[0]); err != nil {
+		if err := m.runStep(ctx, lb, steps[0], Spec{}); err != nil {
 			return false, err
 		}
 		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
