@@ -212,3 +212,35 @@ func TestOVNRemovedMonitorComesBackWhileTheListenerCreateFails(t *testing.T) {
 		})
 	}
 }
+
+// A Service deleted after it had the operator's monitor removed for its
+// listener create, before that create happened, puts the monitor back as
+// it leaves: the operator's pool is not left unmonitored.
+func TestOVNRemovedMonitorComesBackWhenTheServiceLeavesFirst(t *testing.T) {
+	env := newSimEnv(t, 20*time.Millisecond)
+	env.m.Requeue = 20 * time.Millisecond
+	env.m.Config.LBProvider = loadbalancer.ProviderOVN
+	lbID, poolID := outsideOVNLB(t, env)
+	svc := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: lbID})
+	ctx, nodes := context.Background(), simNodes("10.0.0.11", "10.0.0.12")
+	removed := false
+	for range 20 {
+		_, err := env.m.Ensure(ctx, "lab", svc, nodes)
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			t.Fatalf("Ensure before the monitor went: %v", err)
+		}
+		if loadbalancer.ProgressReason(err.Error()) == loadbalancer.ReasonRecreatingMonitors {
+			removed = true
+			break
+		}
+		time.Sleep(re.RetryAfter())
+	}
+	if !removed {
+		t.Fatal("the monitor in the TCP listener's way was never removed")
+	}
+	waitActive(t, env, lbID)
+	deleteUntilDone(t, env.m, svc)
+	waitActive(t, env, lbID)
+	checkRestored(t, env, poolID, true)
+}

@@ -164,12 +164,20 @@ func (m *Manager) leaveShared(ctx context.Context, id Identity, svc *corev1.Serv
 	if member && len(others) == 0 && foreign == 0 && createdByCluster(lb, id.ClusterUID) {
 		return true, nil
 	}
-	if steps := plan(lb.ID, own, Spec{}); len(steps) > 0 {
+	// Monitors of other Services (or of a load balancer made outside)
+	// that this Service had removed for a listener create it never got to
+	// make come back before it leaves (ovnmonitors.go).
+	mine := map[string]bool{}
+	for _, l := range own.Listeners {
+		mine[l.DefaultPoolID] = true
+	}
+	restores, untags := restoreSteps(tree, mine, nil)
+	if steps := slices.Concat(plan(lb.ID, own, Spec{}), restores, untags); len(steps) > 0 {
 		klog.FromContext(ctx).Info("Removing the Service's listeners from a shared load balancer", "service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "step", steps[0].What, "queued", len(steps)-1)
 		if err := m.runStep(ctx, lb, steps[0], Spec{}); err != nil {
 			return false, err
 		}
-		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more listener changes queued", lb.Name, lb.ID, len(steps)-1)
+		return false, notReady(m.requeue(), ReasonApplyingChanges, "shared load balancer %s (%s): %d more changes queued", lb.Name, lb.ID, len(steps)-1+steps[0].leaves)
 	}
 	keep := lb.Name == LoadBalancerName(id.ClusterName, refOf(svc)) && asksToKeep(svc)
 	if slices.Contains(lb.Tags, owner) || (keep && !slices.Contains(lb.Tags, keptTag)) {
