@@ -263,3 +263,39 @@ func TestASharingServicesSecurityGroupOutlivesNoFailedDelete(t *testing.T) {
 		}
 	}
 }
+
+func TestAKeptFloatingIPOfAnotherNamespaceIsNotTakenBySpecLoadBalancerIP(t *testing.T) {
+	for _, tc := range []struct {
+		name, description, namespace string
+		refused                      bool
+	}{
+		{"Stackward's, kept by a Service of another namespace", "Floating IP for Kubernetes Service team-b/web [stackward kube_cluster_uid=x]", "shop", true},
+		{"the upstream CCM's, of another namespace", "Floating IP for Kubernetes external service team-b/web from cluster lab", "shop", true},
+		{"Stackward's, kept by a Service of the same namespace", "Floating IP for Kubernetes Service shop/old [stackward kube_cluster_uid=x]", "shop", false},
+		{"an operator's reserved address", "reserved for the shop team", "shop", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oct, net := newFakeOctavia(), newFakeNeutron()
+			m := newManager(oct, net)
+			net.fips["kept"] = &FloatingIP{ID: "kept", Address: "203.0.113.50", Description: tc.description}
+			svc := service(inNamespace(tc.namespace), func(s *corev1.Service) { s.Spec.LoadBalancerIP = "203.0.113.50" })
+			var err error
+			for range 12 {
+				if _, err = m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1")); err == nil || !isRetry(err) {
+					break
+				}
+				oct.settleAll()
+			}
+			got := net.fips["kept"]
+			if tc.refused {
+				if !errors.Is(err, ErrFloatingIPOfAnotherNamespace) || got.PortID != "" || len(oct.lbs) != 0 {
+					t.Errorf("Ensure: %v; floating IP on port %q, %d load balancers: want refused before anything is made", err, got.PortID, len(oct.lbs))
+				}
+				return
+			}
+			if err != nil || got.PortID == "" {
+				t.Errorf("Ensure: %v; floating IP on port %q: want it attached", err, got.PortID)
+			}
+		})
+	}
+}

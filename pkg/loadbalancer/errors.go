@@ -21,6 +21,9 @@ var (
 	// ErrFloatingIPInUse means spec.loadBalancerIP is a floating IP
 	// attached to another port.
 	ErrFloatingIPInUse = errors.New("floating IP is attached to another port")
+	// ErrFloatingIPOfAnotherNamespace means spec.loadBalancerIP is a kept
+	// floating IP that was allocated for a Service of another namespace.
+	ErrFloatingIPOfAnotherNamespace = errors.New("floating IP belongs to another namespace")
 )
 
 // Reasons of in-progress steps. The service controller records every

@@ -20,7 +20,7 @@ import (
 //
 // First of all, a port-id a load balancer is to be created on must be the
 // Service's to use (portid.go).
-func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
+func (m *Manager) resolve(ctx context.Context, svc *corev1.Service, o *options, lb *LoadBalancer, nodes []*corev1.Node) error {
 	if err := m.checkVIPPort(ctx, o, lb); err != nil {
 		return err
 	}
@@ -40,6 +40,34 @@ func (m *Manager) resolve(ctx context.Context, o *options, lb *LoadBalancer, nod
 			return err
 		}
 		o.floatingNetworkID = net
+	}
+	if lb == nil && !o.internal && o.loadBalancerIP != "" {
+		// Before the create: a refused address must leave nothing behind.
+		found, err := m.Neutron.FloatingIPs(ctx, "", o.loadBalancerIP)
+		if err != nil {
+			return fmt.Errorf("find floating IP %s (spec.loadBalancerIP): %w", o.loadBalancerIP, err)
+		}
+		for _, f := range found {
+			if f.PortID != "" {
+				return fmt.Errorf("spec.loadBalancerIP %s: %w %s", f.Address, ErrFloatingIPInUse, f.PortID)
+			}
+			if err := mayTake(svc, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mayTake refuses a floating IP spec.loadBalancerIP names that was
+// allocated for a Service of another namespace (Stackward's or the
+// upstream CCM's, by its description) and kept: it is that namespace's to
+// reuse, not any namespace's to take. An operator's reserved address is
+// anyone's the operator hands it to.
+func mayTake(svc *corev1.Service, f FloatingIP) error {
+	if ref, ok := fipServiceOf(f.Description); ok && ref.Namespace != svc.Namespace {
+		return fmt.Errorf("spec.loadBalancerIP %s: %w: it was allocated for Service %s and kept; nothing was changed",
+			f.Address, ErrFloatingIPOfAnotherNamespace, ref)
 	}
 	return nil
 }
@@ -129,6 +157,9 @@ func (m *Manager) ensureFloatingIP(ctx context.Context, id Identity, svc *corev1
 			f := found[0]
 			if f.PortID != "" && f.PortID != lb.VIPPortID {
 				return nil, fmt.Errorf("spec.loadBalancerIP %s: %w %s", f.Address, ErrFloatingIPInUse, f.PortID)
+			}
+			if err := mayTake(svc, f); err != nil {
+				return nil, err
 			}
 			if err := m.Neutron.AttachFloatingIP(ctx, f.ID, lb.VIPPortID); err != nil {
 				return nil, fmt.Errorf("attach floating IP %s to VIP port %s: %w", f.Address, lb.VIPPortID, err)

@@ -92,6 +92,25 @@ func FloatingIPDescription(id Identity, svc ServiceRef) string {
 	return head + marker
 }
 
+// fipServiceOf reads the Service a floating IP was allocated for from its
+// description, as Stackward ("Floating IP for Kubernetes Service ns/name
+// [stackward ...]") or the upstream CCM ("Floating IP for Kubernetes
+// external service ns/name from cluster ...") write it.
+func fipServiceOf(description string) (ServiceRef, bool) {
+	rest, ok := strings.CutPrefix(description, "Floating IP for Kubernetes Service ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(description, upstreamFloatingIPPrefix+" "); !ok {
+			return ServiceRef{}, false
+		}
+	}
+	ref, _, _ := strings.Cut(rest, " ")
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return ServiceRef{}, false
+	}
+	return ServiceRef{Namespace: ns, Name: name}, true
+}
+
 // createdByUs reports whether a floating IP's description says this
 // cluster allocated it.
 func createdByUs(description, uid string) bool {

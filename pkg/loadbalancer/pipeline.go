@@ -158,7 +158,7 @@ func (m *Manager) prepare(ctx context.Context, clusterName string, svc *corev1.S
 	// A sharer's VIP and floating IP are the load balancer's: its own
 	// settings of them do not apply.
 	if !t.shared {
-		if err := m.resolve(ctx, t.o, t.lb, nodes); err != nil {
+		if err := m.resolve(ctx, svc, t.o, t.lb, nodes); err != nil {
 			return id, nil, err
 		}
 	}
