@@ -27,9 +27,10 @@ import (
 //   - with load-balancer-id, a new share of this cluster's load balancer
 //     when its creator Service is in the same namespace, or when the
 //     load balancer carries a consent tag for the joining namespace,
-//     kube_shared_with=<namespace> (or kube_shared_with=*). The creator
-//     Service writes those tags from its AnnotationSharedWithNamespaces;
-//     an operator may write them too;
+//     kube_shared_with=<namespace> (or kube_shared_with=*). On this
+//     cluster's load balancers the creator Service's
+//     AnnotationSharedWithNamespaces is the only source of those tags:
+//     its sync writes them and removes any other;
 //   - with load-balancer-id, a load balancer made outside Kubernetes (no
 //     cluster's UID tag, not upstream's) only when it carries a consent
 //     tag for the namespace: only the project's operator can write one.
