@@ -10,8 +10,10 @@ import (
 // Octavia locks a load balancer (PENDING_UPDATE) after every change, so the
 // changes to an existing tree are a list of steps, each one API call, run
 // one per sync. plan orders them so that each step leaves a working load
-// balancer, and picks the call that does the most at once: a new port is
-// one fully populated listener, a member change one batch update per pool.
+// balancer, and picks the call that does the most at once that Octavia
+// takes: a new port is a listener, then its pool, its members in one batch
+// and its monitor (outside a load balancer create Octavia takes one object
+// per call, providers.go); a member change is one batch update per pool.
 
 // step is one Octavia call of a plan.
 type step struct {

@@ -75,8 +75,10 @@ func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 	return tree, nil
 }
 
-// CreateListener creates a listener with its default pool, members and
-// monitor nested; tried once (operations.go).
+// CreateListener creates a listener with whatever of its default pool
+// spec carries nested (pkg/loadbalancer sends the listener alone: outside
+// a load balancer create Octavia 11 fails nested children with a 500);
+// tried once (operations.go).
 func (o *Octavia) CreateListener(ctx context.Context, lbID string, spec ListenerSpec) error {
 	opts := listenerCreateOpts(spec)
 	opts.LoadbalancerID = lbID
