@@ -46,12 +46,15 @@ var genServers = map[string]string{"node-1": "10.0.0.11", "node-2": "10.0.0.12",
 // genPorts are the Service ports by name, the same in X and Y.
 var genPorts = map[string][2]int32{"web": {80, 30080}, "api": {8080, 30880}, "db": {5432, 31432}, "app": {9090, 30990}}
 
-// cloud is the simulator, the adapters both clusters' Managers use, and
-// the raw clients the operator, upstream CCM X and the checks use.
+// cloud is the simulator, the adapters X's Managers use (user demo), the
+// raw clients the operator, upstream CCM X and the checks use (demo too),
+// and Y's own credential and adapters (ownership_gen_rotation_test.go).
 type cloud struct {
 	sim              *cloudsim.Sim
 	oct              loadbalancer.Octavia
 	net              *openstack.Neutron
+	y                *yCredential
+	yOct             loadbalancer.Octavia
 	octavia, neutron *gophercloud.ServiceClient
 	subnetID         string
 	privateNet       string
@@ -65,6 +68,7 @@ func startCloud(t *testing.T) *cloud {
 	t.Helper()
 	sd := cloudsim.DefaultSeed()
 	sd.Servers = nil
+	sd.Users = append(sd.Users, cloudsim.SeedUser{Name: yUser, Password: yPassword(0), Project: "demo"})
 	for _, name := range slices.Sorted(maps.Keys(genServers)) {
 		sd.Servers = append(sd.Servers, cloudsim.ServerSpec{Name: name, Flavor: "m1.small",
 			NICs: []cloudsim.NICSpec{{Network: "private", FixedIP: genServers[name]}}})
@@ -112,6 +116,12 @@ func startCloud(t *testing.T) *cloud {
 		t.Fatalf("public subnets %v: %v", subs, err)
 	}
 	c.publicSubnet = subs[0].ID
+	if c.y, err = newYCredential(ctx, t.TempDir(), authURL); err != nil {
+		t.Fatal(err)
+	}
+	if c.yOct, err = openstack.NewOctavia(c.y.clients); err != nil {
+		t.Fatal(err)
+	}
 	for _, sv := range sim.Servers() {
 		c.servers[sv.Name] = sv.ID
 		if len(sv.PortIDs) > 0 {
@@ -128,12 +138,16 @@ func startCloud(t *testing.T) *cloud {
 	return c
 }
 
-// manager is a fresh Manager of a cluster on the shared adapters: a
-// restart or a failover of that cluster's CCM (no in-memory state).
+// manager is a fresh Manager of a cluster on that cluster's adapters: a
+// restart or a failover of its CCM (no in-memory state).
 func (c *cloud) manager(uid string) *loadbalancer.Manager {
 	cfg := config.Defaults().LoadBalancer
 	cfg.ManageSecurityGroups = true
-	return &loadbalancer.Manager{Octavia: c.oct, Neutron: c.net, Config: cfg, SecurityGroups: c.net, Requeue: 3 * time.Millisecond,
+	oct, net := c.oct, c.net
+	if uid == uidY {
+		oct, net = c.yOct, c.y.clients.Neutron
+	}
+	return &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg, SecurityGroups: net, Requeue: 3 * time.Millisecond,
 		ClusterUID: func(context.Context) (string, error) { return uid, nil }}
 }
 

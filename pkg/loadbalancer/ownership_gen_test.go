@@ -25,7 +25,8 @@ import (
 // Y, Stackward under test, whose namespace users create, change and delete
 // Services with every ownership-relevant annotation pointing at every
 // party's resources, while Y's CCM restarts and fails over, its nodes lie
-// about their addresses and the cloud fails calls. Each Service is driven
+// about their addresses, the cloud fails calls and the operator rotates Y's
+// password while Keystone is failing. Each Service is driven
 // as the service controller drives it. After every step the cloud is read
 // through the raw clients and these must hold:
 //
@@ -37,7 +38,13 @@ import (
 //  3. a Service's ingress changes only through its own spec, and is never
 //     an address of a load balancer that is not the Service's to use;
 //  4. a floating IP someone asked to keep is never released;
-//  5. Y's security groups are only on its member nodes' own server ports.
+//  5. Y's security groups are only on its member nodes' own server ports;
+//  6. while a rotation of Y's password is pending (Keystone failing, then
+//     the old password refused) nothing changes, an authentication failure
+//     is never taken for "not found"; once Keystone answers again Y's
+//     credential watch takes the new password within a check, Y's syncs
+//     authenticate, and Y's clients are on the new password (the old one
+//     is refused, and they re-authenticate after their tokens are revoked).
 //
 // STACKWARD_OWNERSHIP_SEEDS and STACKWARD_OWNERSHIP_STEPS set the budget
 // (make ownership runs a long one); STACKWARD_OWNERSHIP_SEED replays one;
@@ -106,6 +113,8 @@ type world struct {
 	kept          map[string]string // floating IP address → UID of the Service that asked to keep it
 	snap          *snapshot
 	log           []string
+	// syncErr is the error the last syncY ended with (nil: none).
+	syncErr error
 }
 
 func runOwnership(t *testing.T, seed int64, steps int) {
@@ -246,10 +255,6 @@ func (w *world) nextStep() *step {
 	lie, mgr := w.pick([]string{"", genServers["op-vm"], genServers["node-x"]}), w.gen.Intn(2)
 	xRef := w.pick([]string{"a/web", "b/web"})
 	s := &step{actor: ownerY, svc: ref, fault: fault}
-	faultNote := ""
-	if fault != nil {
-		faultNote = fmt.Sprintf(" [fault %s %s %d hang=%v x%d]", fault.Service, fault.Operation, fault.Status, fault.Hang, fault.Times)
-	}
 	switch k := w.gen.Intn(100); {
 	case k < 22:
 		s.desc = fmt.Sprintf("Y user creates %s %v, synced", ref, fields)
@@ -271,7 +276,7 @@ func (w *world) nextStep() *step {
 			w.ySvcs[s.svc].deleting = true
 			return w.syncY(s, s.svc, rt)
 		}
-	case k < 76:
+	case k < 72:
 		s.desc, s.pickExisting = fmt.Sprintf("Y's service controller resyncs %s", ref), true
 		s.run = func(rt *rand.Rand) string {
 			if w.ySvcs[s.svc] == nil {
@@ -279,6 +284,10 @@ func (w *world) nextStep() *step {
 			}
 			return w.syncY(s, s.svc, rt)
 		}
+	case k < 76:
+		o := genOutages[w.gen.Intn(len(genOutages))]
+		s.desc, s.svc, s.fault = "operator rotates Y's password during a Keystone outage ("+outageString(o)+")", "", nil
+		s.run = func(rt *rand.Rand) string { return w.rotateY(s, o, rt) }
 	case k < 82:
 		s.desc, s.svc, s.fault = fmt.Sprintf("Y's CCM %d restarts", mgr), "", nil
 		s.run = func(*rand.Rand) string { w.mY[mgr] = w.c.manager(uidY); return "fresh Manager" }
@@ -289,7 +298,9 @@ func (w *world) nextStep() *step {
 		s.desc, s.actor, s.svc, s.fault = fmt.Sprintf("X recreates its Service %s", xRef), ownerX, "", nil
 		s.run = func(*rand.Rand) string { return w.recreateX(s, xRef) }
 	}
-	s.desc += faultNote
+	if f := s.fault; f != nil {
+		s.desc += fmt.Sprintf(" [fault %s %s %d hang=%v x%d]", f.Service, f.Operation, f.Status, f.Hang, f.Times)
+	}
 	return s
 }
 
@@ -437,11 +448,13 @@ func isRetryErr(err error) bool {
 func (w *world) syncY(s *step, ref string, rt *rand.Rand) string {
 	g := w.ySvcs[ref]
 	ctx := context.Background()
+	w.syncErr = nil
 	for range 12 {
 		m := w.mY[rt.Intn(2)]
 		if g.deleting {
 			st, exists, err := m.Get(ctx, genCluster, g.svc)
 			if err != nil {
+				w.syncErr = err
 				return "Get: " + short(err)
 			}
 			if !exists {
@@ -458,6 +471,7 @@ func (w *world) syncY(s *step, ref string, rt *rand.Rand) string {
 				time.Sleep(3 * time.Millisecond)
 				continue
 			}
+			w.syncErr = err
 			return "Delete: " + short(err)
 		}
 		st, err := m.Ensure(ctx, genCluster, g.svc.DeepCopy(), w.yNodes())
@@ -473,6 +487,7 @@ func (w *world) syncY(s *step, ref string, rt *rand.Rand) string {
 			time.Sleep(3 * time.Millisecond)
 			continue
 		}
+		w.syncErr = err
 		return "Ensure: " + short(err)
 	}
 	return "requeued"
