@@ -100,3 +100,48 @@ func TestExpiredAndRevokedTokensAreRenewedByGophercloud(t *testing.T) {
 		t.Fatalf("identity.tokens.create called %d times, want 3", n)
 	}
 }
+
+// TestATokenIsRescopedWithTheTokenMethod: Keystone's "token" method (what
+// a client configured with only a token sends, and how it renews it)
+// gives a token of the same user scoped as asked, expiring when the
+// presented one does (Keystone never extends a token by re-scoping it); a
+// token Keystone does not know or that has expired is "Could not find
+// token", a 404.
+func TestATokenIsRescopedWithTheTokenMethod(t *testing.T) {
+	_, authURL := startSim(t, Options{TokenTTL: 500 * time.Millisecond})
+	user := provider(t, demoAuth(authURL))
+	userToken, err := user.GetAuthResult().(tokens.CreateResult).ExtractToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescope := func(id string) (*gophercloud.ProviderClient, error) {
+		return openstack.AuthenticatedClient(ctxT(t), gophercloud.AuthOptions{IdentityEndpoint: authURL, TokenID: id,
+			Scope: &gophercloud.AuthScope{ProjectName: "demo", DomainName: "Default"}})
+	}
+
+	pc, err := rescope(user.Token())
+	if err != nil {
+		t.Fatalf("token method: %v", err)
+	}
+	res := pc.GetAuthResult().(tokens.CreateResult)
+	got, err := res.ExtractToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Token() == user.Token() || !got.ExpiresAt.Equal(userToken.ExpiresAt) {
+		t.Errorf("re-scoped token %s expiring %s; want a new token expiring with the presented one, %s", pc.Token(), got.ExpiresAt, userToken.ExpiresAt)
+	}
+	if p, err := res.ExtractProject(); err != nil || p == nil || p.Name != "demo" {
+		t.Errorf("project = %+v, %v; want demo", p, err)
+	}
+	if u, err := res.ExtractUser(); err != nil || u.Name != "demo" {
+		t.Errorf("user = %+v, %v; want demo", u, err)
+	}
+	if _, err := rescope("gAAAAAB-unknown"); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Errorf("an unknown token: %v, want a 404", err)
+	}
+	time.Sleep(time.Until(userToken.ExpiresAt) + 50*time.Millisecond) // let it expire; not polling
+	if _, err := rescope(user.Token()); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Errorf("an expired token: %v, want a 404", err)
+	}
+}

@@ -36,6 +36,7 @@ type cloudEntry struct {
 		ApplicationCredentialID     string `json:"application_credential_id"`
 		ApplicationCredentialName   string `json:"application_credential_name"`
 		ApplicationCredentialSecret string `json:"application_credential_secret"`
+		Token                       string `json:"token"`
 	} `json:"auth"`
 	AuthType     string `json:"auth_type"`
 	RegionName   string `json:"region_name"`
@@ -116,9 +117,9 @@ func (c *Config) mergeClouds(p *problems) {
 		return
 	}
 	switch entry.AuthType {
-	case "", "password", "v3password", "v3applicationcredential", "applicationcredential":
+	case "", "password", "v3password", "v3applicationcredential", "applicationcredential", "token", "v3token":
 	default:
-		p.add(0, "Global", "cloud", "%s: cloud %q: auth_type %q is not supported (want password or v3applicationcredential)", path, name, entry.AuthType)
+		p.add(0, "Global", "cloud", "%s: cloud %q: auth_type %q is not supported (want password, v3applicationcredential or token)", path, name, entry.AuthType)
 	}
 
 	a := entry.Auth
@@ -148,6 +149,7 @@ func (c *Config) mergeClouds(p *problems) {
 	fill(&g.ApplicationCredentialID, a.ApplicationCredentialID)
 	fill(&g.ApplicationCredentialName, a.ApplicationCredentialName)
 	fill(&g.ApplicationCredentialSecret, a.ApplicationCredentialSecret)
+	fill(&g.Token, a.Token)
 	fill(&g.Region, entry.RegionName)
 	fill(&g.EndpointType, entry.Interface, entry.EndpointType)
 	fill(&g.CAFile, entry.CACert)
@@ -195,6 +197,15 @@ func (c *Config) resolve() ([]Warning, error) {
 	} else if g.CloudsFile != "" || g.Cloud != "" {
 		warnings = append(warnings, Warning{File: c.Source, Section: "Global", Key: "use-clouds",
 			Msg: "clouds-file or cloud is set but use-clouds is not true; clouds.yaml is not read"})
+	}
+	if g.Token != "" {
+		// As upstream (gophercloud-utils' clientconfig): the token stands
+		// for the user, whose name and password are dropped.
+		for _, f := range []struct{ key, value string }{{"username", g.Username}, {"user-id", g.UserID}, {"password", g.Password}} {
+			if f.value != "" {
+				warnings = append(warnings, Warning{File: c.Source, Section: "Global", Key: f.key, Msg: "ignored: token is set and stands for the user"})
+			}
+		}
 	}
 	return warnings, p.err()
 }

@@ -31,6 +31,12 @@ clouds:
     auth_type: token
     auth:
       auth_url: https://other.example.com/v3
+      token: yaml-token
+      project_id: 0123456789abcdef0123456789abcdef
+  oidc:
+    auth_type: v3oidcpassword
+    auth:
+      auth_url: https://other.example.com/v3
 `
 
 func TestCloudsYAML(t *testing.T) {
@@ -63,15 +69,25 @@ func TestCloudsYAML(t *testing.T) {
 		}
 	})
 
+	t.Run("a token cloud's token is read and needs no user", func(t *testing.T) {
+		cfg, _, err := Read("cloud.conf", strings.NewReader(head+"cloud = token\n"))
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if g := cfg.Global; g.Token != "yaml-token" || g.TenantID != "0123456789abcdef0123456789abcdef" {
+			t.Errorf("Global = %+v", g)
+		}
+	})
+
 	failures := []struct {
 		name, conf, want string
 	}{
 		{"a cloud that is not in the file is an error listing the clouds", head + "cloud = nope\n",
-			`cloud.conf: [Global] cloud: "nope" is not in ` + clouds + ` (it has: appcred, openstack, token)`},
+			`cloud.conf: [Global] cloud: "nope" is not in ` + clouds + ` (it has: appcred, oidc, openstack, token)`},
 		{"no cloud name with several clouds is an error", head,
-			`cloud.conf: [Global] cloud: required: ` + clouds + ` has several clouds (appcred, openstack, token)`},
-		{"token auth is not supported", head + "cloud = token\n",
-			`auth_type "token" is not supported`},
+			`cloud.conf: [Global] cloud: required: ` + clouds + ` has several clouds (appcred, oidc, openstack, token)`},
+		{"an OIDC cloud is not supported", head + "cloud = oidc\n",
+			`auth_type "v3oidcpassword" is not supported (want password, v3applicationcredential or token)`},
 		{"a missing clouds file is an error", "[Global]\nuse-clouds = true\ncloud = x\nclouds-file = " + filepath.Join(dir, "none.yaml") + "\n",
 			`cloud.conf: [Global] clouds-file: ` + filepath.Join(dir, "none.yaml") + ` does not exist`},
 	}

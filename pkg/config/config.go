@@ -62,6 +62,12 @@ type Global struct {
 	TrusteeID       string // trustee-id
 	TrusteePassword string // trustee-password
 
+	// Token is a Keystone token (upstream PR 2964) standing for the user:
+	// the clients re-scope it to the project (or domain) and, since a token
+	// cannot be renewed without credentials, work until it expires unless
+	// a new one is written into the file (CredentialWatch).
+	Token string // token
+
 	CAFile      string // ca-file
 	CertFile    string // cert-file
 	KeyFile     string // key-file
@@ -88,7 +94,7 @@ type Global struct {
 func (g Global) String() string {
 	type plain Global // no String method: no recursion
 	cp := plain(g)
-	for _, secret := range []*string{&cp.Password, &cp.ApplicationCredentialSecret, &cp.TrusteePassword} {
+	for _, secret := range []*string{&cp.Password, &cp.ApplicationCredentialSecret, &cp.TrusteePassword, &cp.Token} {
 		if *secret != "" {
 			*secret = "REDACTED"
 		}

@@ -171,7 +171,7 @@ max-shared-lb = many
 			conf: "[Global]\nauth-url = keystone:5000\ntenant-name = k8s\n",
 			want: []string{
 				`cloud.conf: [Global] auth-url: must be an absolute http(s) URL, got "keystone:5000"`,
-				`cloud.conf: [Global] password: required (or use application-credential-id and application-credential-secret)`,
+				`cloud.conf: [Global] password: required (or use application-credential-id and application-credential-secret, or token)`,
 				`cloud.conf: [Global] username: required (or set user-id)`,
 				`cloud.conf: [Global] tenant-domain-name: required with tenant-name (or set tenant-domain-id, domain-name or domain-id)`,
 			},
@@ -185,6 +185,25 @@ max-shared-lb = many
 			name: "an application credential needs its secret",
 			conf: "[Global]\nauth-url = http://k:5000/v3\napplication-credential-id = ac\n",
 			want: []string{`cloud.conf: [Global] application-credential-secret: required with an application credential`},
+		},
+		{
+			name: "a token needs a scope",
+			conf: "[Global]\nauth-url = http://k:5000/v3\ntoken = gAAAAAB\n",
+			want: []string{`cloud.conf: [Global] token: needs a scope to re-scope the token to: set tenant-id (or tenant-name), domain-id or domain-name`},
+		},
+		{
+			name: "a token with an application credential or a trust is refused",
+			conf: "[Global]\nauth-url = http://k:5000/v3\ntoken = gAAAAAB\napplication-credential-id = ac\napplication-credential-secret = s\ntrust-id = tr\n",
+			want: []string{
+				`cloud.conf: [Global] token: cannot be used with an application credential (application-credential-*): use one`,
+				`cloud.conf: [Global] token: cannot be used with trust-id: a trust is entered with trustee-id and trustee-password`,
+				`cloud.conf: [Global] trust-id: cannot be used with an application credential`,
+			},
+		},
+		{
+			name: "a token's project name needs its domain",
+			conf: "[Global]\nauth-url = http://k:5000/v3\ntoken = gAAAAAB\ntenant-name = k8s\n",
+			want: []string{`cloud.conf: [Global] tenant-domain-name: required with tenant-name (or set tenant-domain-id, domain-name or domain-id)`},
 		},
 		{
 			name: "TLS files must exist and come in pairs",
@@ -245,6 +264,9 @@ func TestValidConfigurations(t *testing.T) {
 		{"application credential by id needs no user", "[Global]\nauth-url = http://k/v3\napplication-credential-id = ac\napplication-credential-secret = s\n"},
 		{"application credential by name with a user and domain", "[Global]\nauth-url = http://k/v3\napplication-credential-name = ac\napplication-credential-secret = s\nusername = u\ndomain-name = Default\n"},
 		{"a Magnum trust with its trustee", "[Global]\nauth-url = http://k/v3\ntrust-id = tr\ntrustee-id = te\ntrustee-password = p\n"},
+		{"a token re-scoped to a project by ID", "[Global]\nauth-url = http://k/v3\ntoken = gAAAAAB\ntenant-id = t\n"},
+		{"a token re-scoped to a project by name in a domain", "[Global]\nauth-url = http://k/v3\ntoken = gAAAAAB\nproject-name = k8s\ndomain-name = Default\n"},
+		{"a token re-scoped to a domain", "[Global]\nauth-url = http://k/v3\ntoken = gAAAAAB\ndomain-id = default\n"},
 		{"names are case-insensitive and project aliases are accepted", "[global]\nAUTH-URL = http://k/v3\nUsername = u\npassword = p\ndomain-id = default\nproject-name = k8s\n"},
 	}
 	for _, tt := range tests {
@@ -307,6 +329,28 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 		if strings.Contains(out, "secret") || !strings.Contains(out, "REDACTED") || !strings.Contains(out, "keystone.example.com") {
 			t.Errorf("want secrets redacted and the rest printed: %s", out)
 		}
+	}
+}
+
+func TestATokenStandsForTheUser(t *testing.T) {
+	cfg, w, err := Read("cloud.conf", strings.NewReader(minimalGlobal+"token = gAAAAABtoken\n"))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if cfg.Global.Token != "gAAAAABtoken" {
+		t.Errorf("token = %q", cfg.Global.Token)
+	}
+	var ignored []string
+	for _, x := range w {
+		if x.Section == "Global" && strings.Contains(x.Msg, "token is set") {
+			ignored = append(ignored, x.Key)
+		}
+	}
+	if !reflect.DeepEqual(ignored, []string{"username", "password"}) {
+		t.Errorf("warnings %v, want username and password said to be ignored", w)
+	}
+	if out := fmt.Sprint(cfg.Global); strings.Contains(out, "gAAAAABtoken") || strings.Contains(out, "secret") {
+		t.Errorf("the token or the password is printed: %s", out)
 	}
 }
 

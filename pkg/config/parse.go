@@ -328,6 +328,7 @@ func fieldsOf(c *Config) map[string]map[string]field {
 			"trust-id":                           str(&g.TrustID),
 			"trustee-id":                         str(&g.TrusteeID),
 			"trustee-password":                   str(&g.TrusteePassword),
+			"token":                              str(&g.Token),
 			"ca-file":                            str(&g.CAFile),
 			"cert-file":                          str(&g.CertFile),
 			"key-file":                           str(&g.KeyFile),

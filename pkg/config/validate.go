@@ -38,7 +38,25 @@ func (c *Config) validateGlobal(p *problems) {
 
 	appCred := g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" || g.ApplicationCredentialSecret != ""
 	userNeeded := true
-	if appCred {
+	switch {
+	case g.Token != "":
+		// The token stands for the user (resolve warns about a user's
+		// name or password beside it). Upstream cannot start with the
+		// combinations refused here: gophercloud refuses to renew a token
+		// it is not asked to re-scope, and an application credential (in
+		// gophercloud-utils) takes the scope away; with trust-id upstream
+		// drops the token and logs in as the trustee.
+		userNeeded = false
+		if appCred {
+			bad("token", "cannot be used with an application credential (application-credential-*): use one")
+		}
+		if g.TrustID != "" {
+			bad("token", "cannot be used with trust-id: a trust is entered with trustee-id and trustee-password")
+		}
+		if !appCred && g.TenantID == "" && g.TenantName == "" && g.DomainID == "" && g.DomainName == "" {
+			bad("token", "needs a scope to re-scope the token to: set tenant-id (or tenant-name), domain-id or domain-name")
+		}
+	case appCred:
 		if g.ApplicationCredentialSecret == "" {
 			bad("application-credential-secret", "required with an application credential")
 		}
@@ -48,8 +66,8 @@ func (c *Config) validateGlobal(p *problems) {
 		// An application credential ID names it globally; a name is only
 		// unique per user.
 		userNeeded = g.ApplicationCredentialID == ""
-	} else if g.Password == "" {
-		bad("password", "required (or use application-credential-id and application-credential-secret)")
+	case g.Password == "":
+		bad("password", "required (or use application-credential-id and application-credential-secret, or token)")
 	}
 	if userNeeded {
 		switch {

@@ -100,6 +100,27 @@ func TestAuthentication(t *testing.T) {
 			},
 		},
 		{
+			name:   "a token stands for the user, whose name and password are not sent, and is re-scoped to the project",
+			global: config.Global{Token: "gAAAAAB-tok", Username: "ccm", Password: "p", UserDomainName: "Default", TenantName: "k8s", DomainName: "Default"},
+			check: func(t *testing.T, body map[string]any) {
+				if got := at(body, "auth", "identity", "methods"); !reflect.DeepEqual(got, []any{"token"}) {
+					t.Errorf("methods = %v, want [token]", got)
+				}
+				if got := at(body, "auth", "identity", "token", "id"); got != "gAAAAAB-tok" {
+					t.Errorf("token id = %v", got)
+				}
+				if got := at(body, "auth", "identity", "password"); got != nil {
+					t.Errorf("password = %v, want none", got)
+				}
+				if got := at(body, "auth", "scope", "project", "name"); got != "k8s" {
+					t.Errorf("project = %v", got)
+				}
+				if got := at(body, "auth", "scope", "project", "domain", "name"); got != "Default" {
+					t.Errorf("project domain = %v", got)
+				}
+			},
+		},
+		{
 			name:   "an application credential sends no scope",
 			global: config.Global{ApplicationCredentialID: "ac-1", ApplicationCredentialSecret: "s", TenantName: "ignored"},
 			check: func(t *testing.T, body map[string]any) {

@@ -57,7 +57,9 @@ const ComputeMicroversion = "2.47"
 
 // NewClients authenticates against Keystone and builds the service clients.
 // The token is renewed by gophercloud when it expires (AllowReauth), so the
-// Clients live as long as the process.
+// Clients live as long as the process; with [Global] token it is renewed
+// from that token, so only until that one expires (CredentialWatch takes a
+// new one from the cloud config).
 func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*Clients, error) {
 	caller, err := NewCaller(opts.Registerer, opts.Retry)
 	if err != nil {
@@ -81,6 +83,9 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		return gophers.Authenticate(ctx, provider, authOpts)
 	})
 	if err != nil {
+		if g.Token != "" && gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil, fmt.Errorf("authenticate to %s: [Global] token is expired, revoked or unknown: %w", g.AuthURL, err)
+		}
 		return nil, fmt.Errorf("authenticate to %s: %w", g.AuthURL, err)
 	}
 

@@ -34,8 +34,9 @@ const (
 
 // CredentialWatch re-reads a cloud config and, when its [Global]
 // credentials changed, switches the clients to them (Reauthenticate) so
-// that a rotated password or application credential works without a
-// restart, in the CCM and in the approver alike. Until the new credentials
+// that a rotated password or application credential, or a fresh token
+// replacing one about to expire, works without a restart, in the CCM and
+// in the approver alike. Until the new credentials
 // work, the old ones stay in use. New credentials Keystone refuses (or that
 // need a restart) are tried again only after a backoff; any other failure,
 // a Keystone outage say, leaves them pending and they are tried again at

@@ -32,6 +32,13 @@ func AuthOptions(g config.Global) gophercloud.AuthOptions {
 		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
 		AllowReauth:                 true,
 	}
+	if g.Token != "" {
+		// As gophercloud-utils' clientconfig, which upstream uses: the
+		// token stands for the user. It is re-scoped below, and renewed by
+		// re-scoping it again, which works until it expires.
+		ao.TokenID = g.Token
+		ao.Username, ao.UserID, ao.Password, ao.DomainID, ao.DomainName = "", "", "", "", ""
+	}
 	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
 		// An application credential carries its own scope.
 		ao.Password = ""

@@ -12,8 +12,8 @@ import (
 )
 
 // Reauthenticate switches the clients to new credentials of [Global] (a
-// rotated password or application credential in the mounted cloud.conf
-// Secret) without a restart. The new credentials are tried first on a
+// rotated password, application credential or token in the mounted
+// cloud.conf Secret) without a restart. The new credentials are tried first on a
 // client of their own, so that credentials Keystone refuses, or that name
 // another project, change nothing; then the clients' provider takes a
 // token with them, and re-authenticates with them when that token expires
@@ -38,7 +38,7 @@ func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) erro
 	if err := c.Caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
 		return gophers.Authenticate(ctx, probe, opts)
 	}); err != nil {
-		return fmt.Errorf("authenticate to %s with the new credentials (the old ones stay in use): %w", g.AuthURL, refusal(err))
+		return fmt.Errorf("authenticate to %s with the new credentials (the old ones stay in use): %w", g.AuthURL, refusal(err, g))
 	}
 	if p := authProject(probe); p != c.ProjectID {
 		return fmt.Errorf("the new credentials are scoped to project %q, not %q: restart to change projects (the old credentials stay in use): %w", p, c.ProjectID, ErrCredentialsRefused)
@@ -46,19 +46,21 @@ func (c *Clients) Reauthenticate(ctx context.Context, old, g config.Global) erro
 	if err := c.Caller.Do(ctx, ServiceIdentity, "authenticate", func(ctx context.Context) error {
 		return gophers.Authenticate(ctx, c.Provider, AuthOptions(g))
 	}); err != nil {
-		return fmt.Errorf("authenticate to %s with the new credentials: %w", g.AuthURL, refusal(err))
+		return fmt.Errorf("authenticate to %s with the new credentials: %w", g.AuthURL, refusal(err, g))
 	}
 	return nil
 }
 
-// refusal marks Keystone's definitive no (401, 403) to an authentication
-// as ErrCredentialsRefused. Everything else (5xx, 429, a timeout, a
-// refused connection, an answer from a proxy...) says nothing about the
-// credentials and stays unmarked, so that they are tried again: taking a
-// Keystone outage for a wrong password would keep rotated credentials out
-// until a restart, after the old ones are revoked.
-func refusal(err error) error {
-	if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+// refusal marks Keystone's definitive no (401, 403, and for a token the
+// 404 "Could not find token" of an expired or revoked one) to an
+// authentication with g as ErrCredentialsRefused. Everything else (5xx,
+// 429, a timeout, a refused connection, an answer from a proxy...) says
+// nothing about the credentials and stays unmarked, so that they are tried
+// again: taking a Keystone outage for a wrong password would keep rotated
+// credentials out until a restart, after the old ones are revoked.
+func refusal(err error, g config.Global) error {
+	if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) ||
+		g.Token != "" && gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
 	}
 	return err
