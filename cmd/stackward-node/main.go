@@ -50,7 +50,8 @@ func (l *listFlag) Set(s string) error {
 const usageHeader = `stackward-node reads what OpenStack says about this VM (Nova metadata service
 or config drive) and writes the kubelet settings a cluster with an external
 cloud provider (Stackward) needs: --cloud-provider=external,
---provider-id=openstack:///<server uuid> and --node-ip=<fixed IP>.
+--provider-id=openstack:///<server uuid> (openstack://<region>/<server uuid>
+with --region) and --node-ip=<fixed IP>.
 Run it before kubeadm join (or before the kubelet starts).
 
 Files written into --output-dir (each replaced atomically):
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.IPFamily, "ip-family", cfg.IPFamily,
 		"ipv4, ipv6, or dual (one IPv4 and one IPv6: --node-ip=<v4>,<v6>)")
 	fs.StringVar(&cfg.Region, "region", "",
-		"OpenStack region; when set the provider ID is openstack://<region>/<uuid> (must match the CCM's cloud.conf region)")
+		"OpenStack region; when set the provider ID is openstack://<region>/<uuid>, the form the CCM writes with --provider-id-with-region or OS_CCM_REGIONAL=true (give its cloud.conf region)")
 	fs.StringVar(&cfg.OutputDir, "output-dir", cfg.OutputDir,
 		"directory to write the files into (created if missing)")
 	fs.StringVar(&cfg.JoinConfigTemplate, "join-config", "",

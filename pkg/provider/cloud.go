@@ -66,8 +66,14 @@ func New(cfg *config.Config, clients *openstack.Clients, opts Options) (*Cloud, 
 	if opts.ServerCacheTTL < 0 {
 		errs = append(errs, fmt.Errorf("server cache TTL %s is negative", opts.ServerCacheTTL))
 	}
-	if cfg != nil && opts.RegionInProviderID && cfg.Global.Region == "" {
-		errs = append(errs, errors.New("providerIDs with the region need region in [Global]"))
+	if cfg != nil && opts.RegionInProviderID {
+		// A providerID written must be one every component parses back
+		// (this lookup, the approver's, stackward-node's).
+		if cfg.Global.Region == "" {
+			errs = append(errs, errors.New("providerIDs with the region need region in [Global]"))
+		} else if region, _, err := openstack.ParseProviderID(openstack.ProviderID(cfg.Global.Region, "0")); err != nil || region != cfg.Global.Region {
+			errs = append(errs, fmt.Errorf("[Global] region %q cannot be part of a providerID (it contains '/', '?' or '#')", cfg.Global.Region))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new openstack provider: %w", err)

@@ -354,6 +354,8 @@ func TestServerCreatedAfterTheListingIsFound(t *testing.T) {
 func TestNewRejectsIncompleteInput(t *testing.T) {
 	noRegion := testConfig()
 	noRegion.Global.Region = ""
+	slashRegion := testConfig()
+	slashRegion.Global.Region = "eu/west"
 	tests := []struct {
 		name    string
 		cfg     *config.Config
@@ -364,6 +366,7 @@ func TestNewRejectsIncompleteInput(t *testing.T) {
 		{name: "no config is an error", clients: &openstack.Clients{Compute: newFakeCompute()}, wantErr: "no cloud config"},
 		{name: "no compute client is an error", cfg: testConfig(), clients: &openstack.Clients{}, wantErr: "no compute client"},
 		{name: "region in providerID without a region is an error", cfg: noRegion, clients: &openstack.Clients{Compute: newFakeCompute()}, opts: Options{RegionInProviderID: true}, wantErr: "region"},
+		{name: "a region that would not parse back out of a providerID is an error", cfg: slashRegion, clients: &openstack.Clients{Compute: newFakeCompute()}, opts: Options{RegionInProviderID: true}, wantErr: `region "eu/west" cannot be part of a providerID`},
 		{name: "a negative cache TTL is an error", cfg: testConfig(), clients: &openstack.Clients{Compute: newFakeCompute()}, opts: Options{ServerCacheTTL: -1}, wantErr: "negative"},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"sync"
 
@@ -130,7 +131,9 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 			fmt.Fprintf(cmd.OutOrStdout(), "stackward-ccm %s (k8s.io/cloud-provider %s)\n", version.Version, moduleVersion("k8s.io/cloud-provider"))
 			return nil
 		}
-		c, err := newCloud(ctx, s.KubeCloudShared.CloudProvider.Name, s.KubeCloudShared.CloudProvider.CloudConfigFile, popts, opts)
+		regional := chooseRegionalProviderIDs(cmd.Flags().Changed(regionFlag), popts.RegionInProviderID, os.Getenv(RegionalProviderIDEnv))
+		popts.RegionInProviderID = regional.on
+		c, err := newCloud(ctx, s.KubeCloudShared.CloudProvider.Name, s.KubeCloudShared.CloudProvider.CloudConfigFile, popts, opts, regional)
 		if err != nil {
 			return err
 		}
@@ -157,9 +160,51 @@ func moduleVersion(path string) string {
 	return "unknown"
 }
 
+// RegionalProviderIDEnv is the upstream CCM's switch for providerIDs with
+// the region, openstack://<region>/<server uuid>: on when exactly "true"
+// (upstream pkg/openstack/instances.go reads it so).
+const RegionalProviderIDEnv = "OS_CCM_REGIONAL"
+
+const regionFlag = "provider-id-with-region"
+
+// regionalChoice is the providerID form decided from --provider-id-with-region
+// and OS_CCM_REGIONAL.
+type regionalChoice struct {
+	on bool
+	// fromEnv: OS_CCM_REGIONAL decided (the flag was not given). Then, as
+	// upstream, no region in [Global] makes openstack:///<uuid> rather
+	// than an error.
+	fromEnv bool
+	// ignored is an OS_CCM_REGIONAL value that is not upstream's "true",
+	// or that the flag overrode, to be logged.
+	ignored string
+}
+
+// chooseRegionalProviderIDs: the flag, when given either way, wins (a
+// command line is more specific than an environment shared by a chart's
+// containers); else OS_CCM_REGIONAL as upstream reads it.
+func chooseRegionalProviderIDs(flagGiven, flag bool, env string) regionalChoice {
+	switch {
+	case flagGiven:
+		c := regionalChoice{on: flag}
+		if env != "" {
+			c.ignored = fmt.Sprintf("%s=%q is overridden by --%s=%t", RegionalProviderIDEnv, env, regionFlag, flag)
+		}
+		return c
+	case env == "true":
+		return regionalChoice{on: true, fromEnv: true}
+	case env != "":
+		return regionalChoice{ignored: fmt.Sprintf("%s=%q is not \"true\", so (as upstream) providerIDs have no region", RegionalProviderIDEnv, env)}
+	}
+	return regionalChoice{}
+}
+
 // newCloud reads the cloud config and builds the provider and its clients.
-func newCloud(ctx context.Context, name, path string, popts provider.Options, opts Options) (*provider.WithServices, error) {
+func newCloud(ctx context.Context, name, path string, popts provider.Options, opts Options, regional regionalChoice) (*provider.WithServices, error) {
 	logger := klog.FromContext(ctx)
+	if regional.ignored != "" {
+		logger.Info("Environment variable ignored", "variable", RegionalProviderIDEnv, "why", regional.ignored)
+	}
 	if name != provider.ProviderName {
 		return nil, fmt.Errorf("--cloud-provider=%q: stackward-ccm only provides %q", name, provider.ProviderName)
 	}
@@ -172,6 +217,10 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config: %w", err)
+	}
+	if regional.fromEnv && cfg.Global.Region == "" {
+		logger.Info("OS_CCM_REGIONAL=true but [Global] has no region: providerIDs are openstack:///<server uuid>, as upstream's are then")
+		popts.RegionInProviderID = false
 	}
 	newClients := opts.NewClients
 	if newClients == nil {
@@ -203,8 +252,9 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 
 // addProviderFlags adds the provider's own flags; the rest are the app's.
 func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
-	fs.BoolVar(&o.RegionInProviderID, "provider-id-with-region", false,
-		"Write providerIDs as openstack://<region>/<server uuid> instead of openstack:///<server uuid>. Lookups accept both. Requires region in [Global].")
+	fs.BoolVar(&o.RegionInProviderID, regionFlag, false,
+		"Write providerIDs as openstack://<region>/<server uuid> instead of openstack:///<server uuid> (stackward-node: --region). Lookups accept both,\n"+
+			"and refuse another region's. Requires region in [Global]. Not given: the upstream CCM's environment variable "+RegionalProviderIDEnv+"=true turns it on.")
 	fs.StringSliceVar(&o.DNSSuffixes, "dns-suffix", nil,
 		"A DNS suffix with which a node named <server name>.<suffix> is that server's (repeatable). A Node whose providerID names a server\n"+
 			"of another name is not initialized (Event InstanceNameMismatch). Give the approver the same --dns-suffix values.")
@@ -223,7 +273,9 @@ const longHelp = `stackward-ccm is the OpenStack cloud-controller-manager of Sta
 
 It runs k8s.io/cloud-provider's controllers against Nova:
   cloud-node            initializes Nodes registered with --cloud-provider=external:
-                        providerID (openstack:///<server uuid>), InternalIP/ExternalIP/
+                        providerID (openstack:///<server uuid>, or openstack://<region>/
+                        <server uuid> with --provider-id-with-region or OS_CCM_REGIONAL=true),
+                        InternalIP/ExternalIP/
                         Hostname addresses, node.kubernetes.io/instance-type (the flavor),
                         topology.kubernetes.io/zone (the availability zone) and region,
                         then removes the node.cloudprovider.kubernetes.io/uninitialized

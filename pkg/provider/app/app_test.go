@@ -132,7 +132,7 @@ func TestNewCloudHandsTheRegistryToTheClients(t *testing.T) {
 			return &openstack.Clients{Compute: openstack.NewServerCache(nil, 0)}, nil
 		},
 	}
-	cloud, err := newCloud(context.Background(), "openstack", path, provider.Options{}, opts)
+	cloud, err := newCloud(context.Background(), "openstack", path, provider.Options{}, opts, regionalChoice{})
 	if err != nil {
 		t.Fatalf("newCloud: %v", err)
 	}
