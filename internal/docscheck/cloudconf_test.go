@@ -94,15 +94,23 @@ func TestStructuredCloudConfigSchemaMatchesTheParser(t *testing.T) {
 	}
 }
 
-// TestREADMELoadBalancerKeysMatchTheParserAndTheChart: the top-level
-// README's table of upstream [LoadBalancer] keys says for each whether
+// cloudConfReference documents every cloud.conf key; its table of upstream
+// [LoadBalancer] keys is checked below.
+const cloudConfReference = "docs/reference/cloud-conf.md"
+
+// loadBalancerReference documents Services of type LoadBalancer; its
+// annotation table is checked below.
+const loadBalancerReference = "docs/reference/load-balancers.md"
+
+// TestDocumentedLoadBalancerKeysMatchTheParserAndTheChart: the cloud.conf
+// reference's table of upstream [LoadBalancer] keys says for each whether
 // Stackward reads it; the parser agrees, and the chart's structured
 // schema accepts exactly the keys read (and the [LoadBalancerClass] keys
 // the table lists).
-func TestREADMELoadBalancerKeysMatchTheParserAndTheChart(t *testing.T) {
-	tbl, err := tableAfter(readFile(t, "README.md"), "| key | Stackward |")
+func TestDocumentedLoadBalancerKeysMatchTheParserAndTheChart(t *testing.T) {
+	tbl, err := tableAfter(readFile(t, cloudConfReference), "| key | Stackward |")
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("%s: %v", cloudConfReference, err)
 	}
 	sections := schemaSections(t)
 	documented := map[string]map[string]bool{"LoadBalancer": {}, "LoadBalancerClass": {}}
@@ -114,14 +122,14 @@ func TestREADMELoadBalancerKeysMatchTheParserAndTheChart(t *testing.T) {
 		supported := !strings.HasPrefix(row[1], "not supported")
 		for _, key := range keys {
 			documented[section][key] = true
-			t.Run(fmt.Sprintf("[%s] %s as the README says", section, key), func(t *testing.T) {
+			t.Run(fmt.Sprintf("[%s] %s as the reference says", section, key), func(t *testing.T) {
 				warnings, _ := parseOne(section, key, "1")
 				unknown := slices.ContainsFunc(warnings, func(w config.Warning) bool { return strings.Contains(w.Msg, "unknown") })
 				if supported == unknown {
-					t.Errorf("README.md says %q for [%s] %s, the parser warns %v", row[1], section, key, warnings)
+					t.Errorf("%s says %q for [%s] %s, the parser warns %v", cloudConfReference, row[1], section, key, warnings)
 				}
 				if _, inSchema := sections[section][key]; inSchema != supported {
-					t.Errorf("README.md says %q for [%s] %s; in the chart's cloudConfig.config schema: %v", row[1], section, key, inSchema)
+					t.Errorf("%s says %q for [%s] %s; in the chart's cloudConfig.config schema: %v", cloudConfReference, row[1], section, key, inSchema)
 				}
 			})
 		}
@@ -129,24 +137,24 @@ func TestREADMELoadBalancerKeysMatchTheParserAndTheChart(t *testing.T) {
 	for _, section := range []string{"LoadBalancer", "LoadBalancerClass"} {
 		for key := range sections[section] {
 			if !documented[section][key] {
-				t.Errorf("the chart's schema accepts [%s] %s, which README.md's key table does not list", section, key)
+				t.Errorf("the chart's schema accepts [%s] %s, which %s's key table does not list", section, key, cloudConfReference)
 			}
 		}
 	}
 }
 
-// TestREADMEAnnotationTableMatchesTheCode: every Service annotation that
-// pkg/loadbalancer defines (its Annotation* constants) is in the
-// top-level README's annotation table, and the table lists no other.
-func TestREADMEAnnotationTableMatchesTheCode(t *testing.T) {
-	tbl, err := tableAfter(readFile(t, "README.md"), "| annotation | value | default (`[LoadBalancer]` key) |")
+// TestDocumentedAnnotationTableMatchesTheCode: every Service annotation
+// that pkg/loadbalancer defines (its Annotation* constants) is in the load
+// balancer reference's annotation table, and the table lists no other.
+func TestDocumentedAnnotationTableMatchesTheCode(t *testing.T) {
+	tbl, err := tableAfter(readFile(t, loadBalancerReference), "| annotation | value | default (`[LoadBalancer]` key) |")
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("%s: %v", loadBalancerReference, err)
 	}
-	inREADME := map[string]bool{}
+	inDocs := map[string]bool{}
 	for _, row := range tbl {
 		for _, a := range codeSpans(row[0]) {
-			inREADME[a] = true
+			inDocs[a] = true
 		}
 	}
 	inCode := annotationConstants(t, filepath.Join(repoRoot(t), "pkg", "loadbalancer"))
@@ -154,13 +162,13 @@ func TestREADMEAnnotationTableMatchesTheCode(t *testing.T) {
 		t.Fatalf("found only %d Annotation* constants in pkg/loadbalancer: %v", len(inCode), inCode)
 	}
 	for _, a := range sortedMapKeys(inCode) {
-		if !inREADME[a] {
-			t.Errorf("%s (pkg/loadbalancer %s) is not in README.md's annotation table", a, inCode[a])
+		if !inDocs[a] {
+			t.Errorf("%s (pkg/loadbalancer %s) is not in %s's annotation table", a, inCode[a], loadBalancerReference)
 		}
 	}
-	for _, a := range sortedMapKeys(inREADME) {
+	for _, a := range sortedMapKeys(inDocs) {
 		if _, ok := inCode[a]; !ok {
-			t.Errorf("README.md's annotation table lists %s, which pkg/loadbalancer does not define", a)
+			t.Errorf("%s's annotation table lists %s, which pkg/loadbalancer does not define", loadBalancerReference, a)
 		}
 	}
 }

@@ -14,8 +14,13 @@ import (
 	"github.com/stackward/stackward/pkg/provider/app"
 )
 
-// docsWithFlags are the documents whose --flags must exist.
-var docsWithFlags = []string{"README.md", "charts/stackward/README.md", "bootstrap/README.md"}
+// docsWithFlags are the documents that must name --flags (all of which
+// must exist); every other page of the documentation is checked too.
+var docsWithFlags = []string{
+	"README.md", "charts/stackward/README.md", "bootstrap/README.md",
+	"docs/reference/flags.md", "docs/explanation/approver.md", "docs/reference/routes.md",
+	"docs/reference/observability.md", "docs/install/upstream-ccm.md",
+}
 
 // otherPrograms are flags of programs other than ours that the documents
 // legitimately name (a kubeadm or helm command line, a kubelet argument).
@@ -43,8 +48,8 @@ var otherPrograms = []string{
 // docFlag is a --flag written in a document, or a family (--prefix-).
 var docFlag = regexp.MustCompile(`(?:^|[^\w-])--([a-z0-9][a-z0-9-]*)`)
 
-// TestDocumentsNameOnlyFlagsThatExist: every --flag the READMEs name is a
-// flag of stackward-ccm, stackward-approver, stackward-node or the stackward
+// TestDocumentsNameOnlyFlagsThatExist: every --flag the READMEs and docs/
+// name is a flag of stackward-ccm, stackward-approver, stackward-node or the stackward
 // CLI, or one of another program's in otherPrograms, so the docs do not keep
 // telling operators to pass a flag that was renamed or removed.
 func TestDocumentsNameOnlyFlagsThatExist(t *testing.T) {
@@ -62,7 +67,13 @@ func TestDocumentsNameOnlyFlagsThatExist(t *testing.T) {
 				(strings.HasSuffix(name, "-") && strings.HasPrefix(f, name)) // a family some flag is in
 		})
 	}
-	for _, file := range docsWithFlags {
+	files := slices.Clone(docsWithFlags)
+	for _, f := range documentation(t) {
+		if !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	for _, file := range files {
 		var checked int
 		for i, line := range strings.Split(readFile(t, file), "\n") {
 			for _, m := range docFlag.FindAllStringSubmatch(line, -1) {
@@ -72,7 +83,7 @@ func TestDocumentsNameOnlyFlagsThatExist(t *testing.T) {
 				}
 			}
 		}
-		if checked == 0 {
+		if checked == 0 && slices.Contains(docsWithFlags, file) {
 			t.Errorf("%s: no --flag found; is the pattern still right?", file)
 		}
 	}
