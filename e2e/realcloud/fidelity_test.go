@@ -19,7 +19,7 @@ import (
 // pages, Nova's microversion headers, filters, and Octavia's
 // provisioning-status transitions. IDs, addresses, MACs and timestamps are
 // normalized. Every difference must be one of knownDifferences (the
-// README's "Known simulator differences"); a new one fails, and so does a
+// docs/development/simulator-differences.md); a new one fails, and so does a
 // listed one that no longer occurs, so the list stays true.
 func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	// A PENDING_* phase the poll can see, as on the real cloud.
@@ -35,7 +35,7 @@ func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	for _, d := range diffs {
 		k := matchKnown(d)
 		if k == nil {
-			t.Errorf("cloudsim differs from the real services (fix cloudsim, or list it in knownDifferences and the README):\n  step %q, %s\n    cloudsim:  %s\n    openstack: %s", d.step, d.key, d.sim, d.real)
+			t.Errorf("cloudsim differs from the real services (fix cloudsim, or list it in knownDifferences and docs/development/simulator-differences.md):\n  step %q, %s\n    cloudsim:  %s\n    openstack: %s", d.step, d.key, d.sim, d.real)
 			continue
 		}
 		used[k.name] = true
@@ -43,7 +43,7 @@ func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	}
 	for _, k := range knownDifferences {
 		if !used[k.name] {
-			t.Errorf("known difference %q no longer occurs: remove it from knownDifferences and the README", k.name)
+			t.Errorf("known difference %q no longer occurs: remove it from knownDifferences and docs/development/simulator-differences.md", k.name)
 		}
 	}
 }
@@ -116,8 +116,8 @@ func matchKnown(d difference) *knownDifference {
 	return nil
 }
 
-// knownDifferences are the differences README.md's "Known simulator
-// differences" lists, each with its reason there.
+// knownDifferences are the differences
+// docs/development/simulator-differences.md lists, each with its reason there.
 var knownDifferences = []knownDifference{
 	// The lab seeds, not the services: the real lab's external network
 	// belongs to the admin project, cloudsim's lab seed has no admin project.

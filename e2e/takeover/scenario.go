@@ -2,8 +2,8 @@
 
 // Package takeover switches a cluster from the real upstream
 // openstack-cloud-controller-manager (built by e2e/upstreamccm) to
-// stackward-ccm as README's "Switching from the upstream OpenStack CCM"
-// says: upstream initializes the nodes and makes the load balancers,
+// stackward-ccm as docs/install/upstream-ccm.md ("Switching from the
+// upstream OpenStack CCM") says: upstream initializes the nodes and makes the load balancers,
 // floating IPs, security groups and routes; Stackward must keep every
 // address, create nothing new and leave behind on delete exactly what
 // upstream would have. Run is the scenario on any framework.TestCloud: this
@@ -97,7 +97,7 @@ var kinds = []serviceKind{
 // on and a namespace named after the cloud: the upstream CCM v1.36.0
 // initializes the nodes and makes the load balancers, floating IPs,
 // security groups and routes of every kind of Service; then the cluster
-// switches to Stackward as README's guide says (upstream stopped,
+// switches to Stackward as docs/install/upstream-ccm.md says (upstream stopped,
 // Stackward started with the same cloud.conf and cluster name). Every
 // external IP stays, nothing new is made in the cloud, upstream's
 // listeners, pools and monitors stay as they are, a change lands on the
@@ -223,7 +223,7 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 		t.Fatalf("the pinned Service has %s, want the operator's %s", state["pinned"].ip, reserved.FloatingIP)
 	}
 
-	// The switch, as README's guide says: upstream goes (helm uninstall),
+	// The switch, as docs/install/upstream-ccm.md says: upstream goes (helm uninstall),
 	// then Stackward starts with the same cloud.conf and cluster name.
 	upstream.Stop()
 	if exited, _ := upstream.Exited(); !exited {

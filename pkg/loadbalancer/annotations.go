@@ -16,7 +16,7 @@ import (
 )
 
 // The annotations understood on a Service, with the upstream OpenStack CCM's
-// names and meanings (doc.go lists them for the README).
+// names and meanings (docs/reference/load-balancers.md documents them).
 const (
 	AnnotationInternal           = "service.beta.kubernetes.io/openstack-internal-load-balancer"
 	AnnotationFloatingNetworkID  = "loadbalancer.openstack.org/floating-network-id"

@@ -43,8 +43,8 @@
 // only the narrow interfaces it consumes (cloud.go, secgroups.go), which
 // the hand fakes of its logic tests implement too.
 //
-// The README's section "Services of type LoadBalancer" is the reference
-// for every annotation and [LoadBalancer] key, and where Stackward differs
-// from the upstream OpenStack CCM.
+// docs/reference/load-balancers.md is the reference for every annotation,
+// docs/reference/cloud-conf.md for every [LoadBalancer] key, and both say
+// where Stackward differs from the upstream OpenStack CCM.
 
 package loadbalancer

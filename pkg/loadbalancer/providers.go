@@ -17,7 +17,7 @@ import (
 // answers 501 "Provider 'ovn' does not support a requested option: ..." to
 // much of it. What follows is what ovn-octavia-provider 3.0.0 (OpenStack
 // Zed, Debian bookworm) does, read from its driver and checked against the
-// running service (README, "Load balancer providers"):
+// running service (docs/reference/load-balancers.md, "Load balancer providers"):
 //   - listeners and pools: TCP, UDP and SCTP only (HTTP, TERMINATED_HTTPS,
 //     PROXY and PROXYV2 are refused: "OVN provider does not support HTTP
 //     protocol");

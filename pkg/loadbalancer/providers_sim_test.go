@@ -44,7 +44,8 @@ func total(calls map[string]int) int {
 	return n
 }
 
-// providerRow is one line of the README's table "Load balancer providers":
+// providerRow is one line of the table "Load balancer providers" in
+// docs/reference/load-balancers.md:
 // what a Service asks for, and per provider whether it works ("") or is
 // refused naming which annotation or field.
 type providerRow struct {
