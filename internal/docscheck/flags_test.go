@@ -144,3 +144,41 @@ func helpFlags(t *testing.T, bin string, args ...string) []string {
 	}
 	return names
 }
+
+// TestFlagsReferenceNamesEachBinarysOwnFlags: each flag in
+// docs/reference/flags.md's table for stackward-approver or stackward-ccm
+// is a flag of that binary, not only of some binary of ours.
+func TestFlagsReferenceNamesEachBinarysOwnFlags(t *testing.T) {
+	const file = "docs/reference/flags.md"
+	doc := readFile(t, file)
+
+	cmd, err := app.NewCommand(context.Background(), app.Options{})
+	if err != nil {
+		t.Fatalf("stackward-ccm command: %v", err)
+	}
+	var ccm []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { ccm = append(ccm, f.Name) })
+
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/stackward-approver")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	approver := helpFlags(t, filepath.Join(bin, "stackward-approver"))
+
+	for heading, flags := range map[string][]string{"## stackward-approver": approver, "## stackward-ccm": ccm} {
+		tbl, err := tableAfter(doc, heading)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, row := range tbl {
+			for _, span := range codeSpans(row[0]) {
+				name := strings.TrimPrefix(span, "--")
+				if name == span || !slices.Contains(flags, name) {
+					t.Errorf("%s, %s: %s is not a flag of %s", file, heading, span, strings.TrimPrefix(heading, "## "))
+				}
+			}
+		}
+	}
+}
