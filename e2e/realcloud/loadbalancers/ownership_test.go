@@ -26,8 +26,9 @@ import (
 )
 
 // TestOwnershipRefusalsAgainstRealNeutronAndOctavia runs the attacks of the
-// ownership rules (README, "Ownership") through Services, on both clouds, so
-// the refusals rest on what real Neutron and Octavia answer: another
+// ownership rules (docs/reference/load-balancers.md, "Ownership") through
+// Services, on both clouds, so the refusals rest on what real Neutron and
+// Octavia answer: another
 // cluster's load balancer with our Service's very name, made as the upstream
 // CCM makes it, is neither adopted, duplicated, changed nor deleted; a
 // namespace user naming another namespace's load balancer is refused until
