@@ -45,12 +45,13 @@ build: ## Build every binary into bin/ (static, version-stamped).
 
 test: lint unit e2e ## Lint, unit tests and the e2e suite: what CI runs.
 
-unit: ## Unit tests (no control plane).
-	$(GO) test -count=1 ./...
-	cd hack/imagetool && $(GO) test -count=1 ./...
+unit: ## Unit tests (no control plane), with the race detector.
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	cd hack/imagetool && CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
-tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) into the cache.
+tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) and golangci-lint into the cache.
 	@e2e/upstreamccm/build.sh >/dev/null
+	@hack/tools/build.sh >/dev/null
 
 # The lab's own binaries. The upstream CCM (the rest of `tools`) is built by
 # e2e/takeover's TestMain when absent, beside the longer packages.
@@ -63,7 +64,7 @@ e2e: lab-tools ## End-to-end tests on a real control plane in a private network 
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) \
 	  $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -p $(E2E_PARALLEL) $(E2E_LONGEST) ./e2e/...
 
-lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.
+lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy, golangci-lint (.golangci.yml; built once into the cache).
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -71,6 +72,11 @@ lint: ## gofmt, go vet (with and without the e2e tag), go.mod/go.sum tidy.
 	cd hack/imagetool && $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd hack/imagetool && $(GO) mod tidy -diff
+	cd hack/tools && $(GO) mod tidy -diff
+	@# golangci-lint is pinned in hack/tools/go.mod; the first run on a machine builds it (minutes).
+	@lint=$$(hack/tools/build.sh)/golangci-lint && set -x && \
+	  $$lint run ./... && \
+	  cd hack/imagetool && $$lint run --config ../../.golangci.yml ./...
 
 bench: lab-tools build ## Benchmarks on the simulator and a real apiserver: JSON report in bin/bench.json.
 	@mkdir -p $(BIN)

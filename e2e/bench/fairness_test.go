@@ -228,7 +228,7 @@ func (l *floodLab) nodes(prefix string, n, pad int) []*floodNode {
 	parallel(l.t, n, 8, func(k int) error {
 		i := first + k - 1
 		name := fmt.Sprintf("%s-%04d", prefix, k)
-		node, err := newFloodNode(l.ctx, l.ids, name, framework.NodeIP(i), pad)
+		node, err := newFloodNode(l.ids, name, framework.NodeIP(i), pad)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ type floodNode struct {
 // newFloodNode builds node name at ip; pad > 0 pads its request to about
 // pad bytes with DNS names (valid and signed, as a compromised node could
 // send; the PEM is 4/3 of the DER).
-func newFloodNode(ctx context.Context, ids *nodeIdentity, name, ip string, pad int) (*floodNode, error) {
+func newFloodNode(ids *nodeIdentity, name, ip string, pad int) (*floodNode, error) {
 	rc, err := ids.config(name)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ var (
 
 // report is the run's report, written to STACKWARD_BENCH_REPORT
 // (default bin/bench.json).
-func report(t *testing.T) *Report {
+func report() *Report {
 	reportOnce.Do(func() {
 		path := os.Getenv("STACKWARD_BENCH_REPORT")
 		if path == "" {
@@ -46,7 +46,7 @@ func report(t *testing.T) *Report {
 
 func put(t *testing.T, name string, figures any) {
 	t.Helper()
-	if err := report(t).Put(name, figures); err != nil {
+	if err := report().Put(name, figures); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %+v", name, figures)

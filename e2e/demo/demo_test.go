@@ -80,7 +80,7 @@ func TestDemoBringsEveryNodeUpAndLeavesNothingBehind(t *testing.T) {
 		select {
 		case err := <-exited:
 			exited <- err
-			return false, fmt.Errorf("the demo exited before writing its summary: %v", err)
+			return false, fmt.Errorf("the demo exited before writing its summary: %w", err)
 		default:
 		}
 		data, err := os.ReadFile(summaryPath)

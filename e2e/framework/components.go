@@ -159,7 +159,7 @@ func runInProcess(name, dir string, ctx context.Context, run func(context.Contex
 	select {
 	case err := <-done:
 		cancel()
-		return nil, fmt.Errorf("%s exited at start: %v", name, err)
+		return nil, fmt.Errorf("%s exited at start: %w", name, err)
 	case <-time.After(time.Second):
 		return stop, nil
 	}

@@ -313,12 +313,12 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, p := range cp.procs {
 			if done, perr := p.Exited(); done {
-				return false, fmt.Errorf("%s exited: %v\n%s", p.Name, perr, p.Tail(4000))
+				return false, fmt.Errorf("%s exited: %w\n%s", p.Name, perr, p.Tail(4000))
 			}
 		}
 		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
-			lastErr = fmt.Errorf("apiserver /readyz: %v: %s", err, body)
+			lastErr = fmt.Errorf("apiserver /readyz: %w: %s", err, body)
 			return false, nil
 		}
 		// The controller manager is ready once it holds its lease.

@@ -220,7 +220,7 @@ func (cp *ControlPlane) joinHost(ctx context.Context, h *ControlPlaneHost, certi
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-joined:
-			return false, fmt.Errorf("kubeadm join phase etcd-join ended before writing %s: %v", manifest, err)
+			return false, fmt.Errorf("kubeadm join phase etcd-join ended before writing %s: %w", manifest, err)
 		default:
 		}
 		_, err := os.Stat(manifest)
@@ -327,14 +327,14 @@ func (cp *ControlPlane) WaitHostReady(ctx context.Context, h *ControlPlaneHost) 
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, p := range h.procs {
 			if done, perr := p.Exited(); done {
-				return false, fmt.Errorf("%s exited: %v\n%s", p.Name, perr, p.Tail(4000))
+				return false, fmt.Errorf("%s exited: %w\n%s", p.Name, perr, p.Tail(4000))
 			}
 		}
 		_, lastErr = client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("apiserver of %s: %w (last: %v)", h.Name, err, lastErr)
+		return fmt.Errorf("apiserver of %s: %w (last: %w)", h.Name, err, lastErr)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,8 @@ func RenderChartWith(toolsDir, showOnly string, set ...string) (string, error) {
 	out, err := exec.Command(filepath.Join(toolsDir, "helm3"), args...).Output()
 	if err != nil {
 		msg := ""
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			msg = string(exit.Stderr)
 		}
 		return "", fmt.Errorf("helm template: %w\n%s", err, msg)

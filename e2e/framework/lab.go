@@ -11,6 +11,7 @@
 package framework
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -73,7 +74,8 @@ func reexecInNamespace() int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), labEnv+"=1")
 	if err := cmd.Run(); err != nil {
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			return exit.ExitCode()
 		}
 		fmt.Fprintln(os.Stderr, "e2e lab: unshare --net --mount (needs root or CAP_SYS_ADMIN):", err)
@@ -91,10 +93,10 @@ func setupNamespace() error {
 		return err
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "stackward-lab", KubernetesDir).CombinedOutput(); err != nil {
-		return fmt.Errorf("mount tmpfs on %s: %v: %s", KubernetesDir, err, out)
+		return fmt.Errorf("mount tmpfs on %s: %w: %s", KubernetesDir, err, out)
 	}
 	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+		return fmt.Errorf("ip link set lo up: %w: %s", err, out)
 	}
 	return AddAddress(ControlPlaneIP)
 }
@@ -119,7 +121,7 @@ func AddAddress(ip string) error {
 		prefix = "/128"
 	}
 	if out, err := exec.Command("ip", "addr", "add", ip+prefix, "dev", "lo").CombinedOutput(); err != nil {
-		return fmt.Errorf("ip addr add %s: %v: %s", ip, err, out)
+		return fmt.Errorf("ip addr add %s: %w: %s", ip, err, out)
 	}
 	addresses[ip] = true
 	return nil

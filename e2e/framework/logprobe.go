@@ -144,7 +144,7 @@ func (p *LogProber) waitLogs(ctx context.Context, node string, timeout time.Dura
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		pod, err := p.cp.Admin.CoreV1().Pods("default").Get(ctx, p.pods[node], metav1.GetOptions{})
 		if err != nil || pod.Status.Phase != corev1.PodRunning {
-			lastErr = fmt.Errorf("pod not running yet (err %v)", err)
+			lastErr = fmt.Errorf("pod not running yet (err %w)", err)
 			return false, nil
 		}
 		if lastErr = p.logs(ctx, node); lastErr == nil {
@@ -153,7 +153,7 @@ func (p *LogProber) waitLogs(ctx context.Context, node string, timeout time.Dura
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("logs of pod %s on node %s through the apiserver: %w (last: %v)", p.pods[node], node, err, lastErr)
+		return fmt.Errorf("logs of pod %s on node %s through the apiserver: %w (last: %w)", p.pods[node], node, err, lastErr)
 	}
 	return nil
 }

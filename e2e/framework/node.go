@@ -174,7 +174,7 @@ func (n *Node) WaitForServingCertificate(ctx context.Context, caPEM []byte, time
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("serving certificate of %s at %s: %w (last: %v)", n.Name, n.IP, err, lastErr)
+		return nil, fmt.Errorf("serving certificate of %s at %s: %w (last: %w)", n.Name, n.IP, err, lastErr)
 	}
 	return cert, nil
 }

@@ -56,7 +56,7 @@ func (cp *ControlPlane) StartPod(ctx context.Context, t *testing.T, ns string, s
 func (p *Pod) Running() error {
 	for _, proc := range p.Procs {
 		if done, err := proc.Exited(); done {
-			return fmt.Errorf("%s exited: %v", proc.Name, err)
+			return fmt.Errorf("%s exited: %w", proc.Name, err)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	np := cp.procs[i]
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		if done, err := np.Exited(); done {
-			return false, fmt.Errorf("kube-apiserver exited after restart: %v\n%s", err, np.Tail(3000))
+			return false, fmt.Errorf("kube-apiserver exited after restart: %w\n%s", err, np.Tail(3000))
 		}
 		_, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil, nil

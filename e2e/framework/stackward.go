@@ -43,7 +43,7 @@ func (cp *ControlPlane) StartStackward(ctx context.Context, opts StackwardOption
 	if !opts.NoCCM {
 		stop, err := cp.RunCCM(ctx, opts.CloudConf)
 		if err != nil {
-			s.Stop()
+			_ = s.Stop() // the start failure is the error to report
 			return nil, err
 		}
 		s.stops = append(s.stops, stop)

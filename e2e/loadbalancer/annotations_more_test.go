@@ -92,8 +92,7 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 		}
 		svc := lbService("more", "picky")
 		svc.Annotations["loadbalancer.openstack.org/node-selector"] = "pool=ingress"
-		svc, err := cp.Admin.CoreV1().Services("more").Create(ctx, svc, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		svc = waitIngress(ctx, t, cp, "more", "picky", 90*time.Second)
@@ -130,10 +129,7 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 			if len(fips) != 1 {
 				t.Fatalf("%s: floating IPs %v", tc.svc, fips)
 			}
-			want := tc.hostname
-			if strings.Contains(want, "%s") {
-				want = strings.Replace(want, "%s", fips[0], 1)
-			}
+			want := strings.Replace(tc.hostname, "%s", fips[0], 1)
 			if in := svc.Status.LoadBalancer.Ingress; len(in) != 1 || in[0].Hostname != want || in[0].IP != "" {
 				t.Errorf("%s: ingress %+v, want only the hostname %s", tc.svc, in, want)
 			}

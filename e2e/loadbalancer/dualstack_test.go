@@ -178,7 +178,7 @@ func poolAddresses(ctx context.Context, a *cloudAPI, lbID string) ([]string, err
 	}
 	ps, err := pools.ExtractPools(pages)
 	if err != nil || len(ps) != 1 {
-		return nil, fmt.Errorf("pools %+v: %v", ps, err)
+		return nil, fmt.Errorf("pools %+v: %w", ps, err)
 	}
 	mp, err := pools.ListMembers(a.octavia, ps[0].ID, nil).AllPages(ctx)
 	if err != nil {

@@ -107,7 +107,6 @@ type cloudAPI struct {
 }
 
 type (
-	lbTree       = framework.LBTree
 	listenerTree = framework.ListenerTree
 	octaviaState = framework.OctaviaState
 )

@@ -105,7 +105,7 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 	}
 
 	web := lbService("sharing", "web")
-	if web, err = cp.Admin.CoreV1().Services("sharing").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+	if _, err = cp.Admin.CoreV1().Services("sharing").Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	web = waitIngress(ctx, t, cp, "sharing", "web", 90*time.Second)

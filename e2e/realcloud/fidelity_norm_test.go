@@ -157,7 +157,7 @@ func (o obs) err(key string, err error) {
 
 // errorBody records the shape of an error answer: its status, and each
 // field's JSON type, except the few whose value names the kind of error.
-func (o obs) errorBody(n *namer, key string, ex framework.Exchange) {
+func (o obs) errorBody(key string, ex framework.Exchange) {
 	o[key+".status"] = strconv.Itoa(ex.Status)
 	var shape []string
 	var walk func(prefix string, v any)

@@ -30,7 +30,7 @@ func (r *fidelityRun) octaviaSteps() {
 		if lb != nil {
 			r.deleteAtEnd(lb.ID)
 		}
-		o.errorBody(r.n, "answer", answer)
+		o.errorBody("answer", answer)
 		o.fields(r.n, "answer", decode(answer.Body), "faultstring")
 		p, err := r.clients.Neutron.Port(r.ctx, r.portA)
 		o.err("port error", err)
@@ -41,7 +41,7 @@ func (r *fidelityRun) octaviaSteps() {
 	amphora := r.createLB("amphora")
 	r.record("octavia amphora: a change while the load balancer is PENDING_CREATE", true, func(o obs) {
 		o.err("error", r.octavia.CreateListener(r.ctx, amphora.ID, openstack.ListenerSpec{Protocol: "TCP", Port: 80, ConnLimit: -1}))
-		o.errorBody(r.n, "answer", r.last())
+		o.errorBody("answer", r.last())
 	})
 	r.settle("octavia amphora: the create settles", amphora.ID, "PENDING_CREATE")
 	r.children("octavia amphora", amphora.ID, "ROUND_ROBIN")
@@ -69,7 +69,7 @@ func (r *fidelityRun) octaviaSteps() {
 		if second != nil {
 			_ = neutron.DeleteFloatingIP(r.ctx, second.ID)
 		} else {
-			o.errorBody(r.n, "second answer", r.last())
+			o.errorBody("second answer", r.last())
 		}
 		o.err("release", neutron.DeleteFloatingIP(r.ctx, f.ID))
 	})
@@ -81,7 +81,7 @@ func (r *fidelityRun) octaviaSteps() {
 		spec := r.listener("ROUND_ROBIN", true)
 		spec.Port = 81
 		o.err("error", r.octavia.CreateListener(r.ctx, amphora.ID, spec))
-		o.errorBody(r.n, "answer", r.last())
+		o.errorBody("answer", r.last())
 	})
 	r.settle("octavia amphora: the one-call listener settles", amphora.ID, "PENDING_UPDATE")
 
@@ -100,7 +100,7 @@ func (r *fidelityRun) octaviaSteps() {
 		}
 		mark := r.rec.Mark()
 		o.err("pool", r.octavia.CreatePool(r.ctx, tree.Listeners[0].ID, openstack.PoolSpec{Name: "fid-pool", Protocol: "TCP", Method: "ROUND_ROBIN"}))
-		o.errorBody(r.n, "answer", r.last())
+		o.errorBody("answer", r.last())
 		o.err("delete listener", r.octavia.DeleteListener(r.ctx, tree.Listeners[0].ID))
 		o.calls(r.n, "calls", r.rec.Since(mark))
 	})
@@ -136,7 +136,7 @@ func (r *fidelityRun) octaviaSteps() {
 	r.record("octavia: a load balancer that does not exist", true, func(o obs) {
 		_, err := r.octavia.GetLoadBalancer(r.ctx, missingLB)
 		o.err("error", err)
-		o.errorBody(r.n, "answer", r.last())
+		o.errorBody("answer", r.last())
 	})
 }
 
@@ -307,7 +307,7 @@ func (r *fidelityRun) deleteLB(name, id string) {
 		}
 		_, err = r.octavia.GetLoadBalancer(r.ctx, id)
 		o.err("read after", err)
-		o.errorBody(r.n, "answer", r.last())
+		o.errorBody("answer", r.last())
 	})
 }
 

@@ -160,7 +160,7 @@ func (r *fidelityRun) novaSteps() {
 		_, err := r.clients.Compute.GetServer(ctx, missingServer)
 		o.err("error", err)
 		ex := r.last()
-		o.errorBody(n, "answer", ex)
+		o.errorBody("answer", ex)
 		o["header.request-id"] = strconv.FormatBool(ex.Header.Get("X-Openstack-Request-Id") != "" || ex.Header.Get("X-Compute-Request-Id") != "")
 	})
 	r.record("nova: servers whose name matches a regular expression", true, func(o obs) {
@@ -187,7 +187,7 @@ func (r *fidelityRun) novaSteps() {
 				} `json:"servers"`
 				Links []gophercloud.Link `json:"servers_links"`
 			}
-			_, err := compute.Get(ctx, next, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusOK}})
+			_, err := compute.Get(ctx, next, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusOK}}) //nolint:bodyclose // gophercloud closes it, decoding it into body
 			o.err(fmt.Sprintf("page[%d].error", page), err)
 			o[fmt.Sprintf("page[%d].servers", page)] = strconv.Itoa(len(body.Servers))
 			next = ""
@@ -283,7 +283,7 @@ func (r *fidelityRun) neutronSteps() {
 	r.record("neutron: a port that does not exist", true, func(o obs) {
 		_, err := neutron.Port(ctx, missingPort)
 		o.err("error", err)
-		o.errorBody(n, "answer", r.last())
+		o.errorBody("answer", r.last())
 	})
 	r.record("neutron: allowed address pairs written with a stale, then the current revision", true, func(o obs) {
 		p, err := neutron.Port(ctx, r.portA)

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,7 +60,7 @@ http:
 	r := &registry{base: "http://" + registryHost, client: &http.Client{Timeout: 30 * time.Second}}
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		if done, err := p.Exited(); done {
-			return false, fmt.Errorf("registry exited: %v\n%s", err, p.Tail(20))
+			return false, fmt.Errorf("registry exited: %w\n%s", err, p.Tail(20))
 		}
 		resp, err := r.client.Get(r.base + "/v2/")
 		if err != nil {
@@ -204,7 +205,7 @@ func (r *registry) unpack(repo string, m manifest, dir string) error {
 		tr := tar.NewReader(zr)
 		for {
 			h, err := tr.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

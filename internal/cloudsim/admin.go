@@ -48,7 +48,7 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/servers", func(w http.ResponseWriter, r *http.Request) {
 		var spec ServerSpec
 		if err := decodeBody(r, &spec); err != nil {
-			adminError(w, fmt.Errorf("%v: %w", err, ErrInvalid))
+			adminError(w, fmt.Errorf("%w: %w", err, ErrInvalid))
 			return
 		}
 		sv, err := s.CreateServer(spec)
@@ -72,7 +72,7 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 					Status string `json:"status"`
 				}
 				if err := decodeBody(r, &b); err != nil {
-					adminError(w, fmt.Errorf("%v: %w", err, ErrInvalid))
+					adminError(w, fmt.Errorf("%w: %w", err, ErrInvalid))
 					return
 				}
 				st = b.Status
@@ -99,7 +99,7 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/servers/{id}/nics", func(w http.ResponseWriter, r *http.Request) {
 		var b NICSpec
 		if err := decodeBody(r, &b); err != nil {
-			adminError(w, fmt.Errorf("%v: %w", err, ErrInvalid))
+			adminError(w, fmt.Errorf("%w: %w", err, ErrInvalid))
 			return
 		}
 		sv, err := s.AddNIC(r.PathValue("id"), b.Network, b.FixedIP)
@@ -118,7 +118,7 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/faults", func(w http.ResponseWriter, r *http.Request) {
 		var b adminFault
 		if err := decodeBody(r, &b); err != nil {
-			adminError(w, fmt.Errorf("%v: %w", err, ErrInvalid))
+			adminError(w, fmt.Errorf("%w: %w", err, ErrInvalid))
 			return
 		}
 		rule, err := b.rule()
@@ -140,12 +140,12 @@ func (s *Sim) routesAdmin(mux *http.ServeMux) {
 			Latency string `json:"latency"`
 		}
 		if err := decodeBody(r, &b); err != nil {
-			adminError(w, fmt.Errorf("%v: %w", err, ErrInvalid))
+			adminError(w, fmt.Errorf("%w: %w", err, ErrInvalid))
 			return
 		}
 		d, err := time.ParseDuration(b.Latency)
 		if err != nil {
-			adminError(w, fmt.Errorf("latency %q: %v: %w", b.Latency, err, ErrInvalid))
+			adminError(w, fmt.Errorf("latency %q: %w: %w", b.Latency, err, ErrInvalid))
 			return
 		}
 		s.SetLatency(d)
@@ -172,17 +172,17 @@ func (a adminFault) rule() (FaultRule, error) {
 	var err error
 	if a.RetryAfter != "" {
 		if f.RetryAfter, err = time.ParseDuration(a.RetryAfter); err != nil {
-			return f, fmt.Errorf("retryAfter: %v: %w", err, ErrInvalid)
+			return f, fmt.Errorf("retryAfter: %w: %w", err, ErrInvalid)
 		}
 	}
 	if a.Latency != "" {
 		if f.Latency, err = time.ParseDuration(a.Latency); err != nil {
-			return f, fmt.Errorf("latency: %v: %w", err, ErrInvalid)
+			return f, fmt.Errorf("latency: %w: %w", err, ErrInvalid)
 		}
 	}
 	if a.HangFor != "" {
 		if f.HangFor, err = time.ParseDuration(a.HangFor); err != nil {
-			return f, fmt.Errorf("hangFor: %v: %w", err, ErrInvalid)
+			return f, fmt.Errorf("hangFor: %w: %w", err, ErrInvalid)
 		}
 	}
 	return f, nil

@@ -51,9 +51,11 @@ func TestOpenStackCLIAgainstTheSimulator(t *testing.T) {
 
 	web, _ := sim.ServerByName("web-1")
 	var st *state
-	read := func(fn func()) { // runs fn with the simulator's state read-locked
-		sim.mu.RLock()
-		defer sim.mu.RUnlock()
+	// read runs fn with the simulator's state locked. The write lock, not
+	// the read lock: the reads run in parallel and each sets st.
+	read := func(fn func()) {
+		sim.mu.Lock()
+		defer sim.mu.Unlock()
 		st = sim.state
 		fn()
 	}

@@ -62,7 +62,7 @@ func provider(t testing.TB, ao gophercloud.AuthOptions) *gophercloud.ProviderCli
 }
 
 func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), raceSlowdown*20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -110,7 +110,7 @@ func (s *Sim) createPortAPI(w http.ResponseWriter, r *http.Request) {
 	if b.FixedIPs != nil {
 		ps.NoFixedIP = len(*b.FixedIPs) == 0
 		for _, f := range *b.FixedIPs {
-			ps.FixedIPs = append(ps.FixedIPs, fixedIP{SubnetID: f.SubnetID, IP: f.IP})
+			ps.FixedIPs = append(ps.FixedIPs, fixedIP(f))
 		}
 	}
 	if b.AllowedPairs != nil {
@@ -173,7 +173,7 @@ func (s *Sim) updatePort(r *http.Request, st *state, p *port, req *portBody) err
 		st.releaseIPs(p)
 		nw := st.networks.byID[p.NetworkID]
 		for _, f := range *b.FixedIPs {
-			got, err := st.claimIP(nw, fixedIP{SubnetID: f.SubnetID, IP: f.IP})
+			got, err := st.claimIP(nw, fixedIP(f))
 			if err != nil {
 				st.releaseIPs(p)
 				for _, o := range old {

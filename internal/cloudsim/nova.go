@@ -44,8 +44,6 @@ func (s *Sim) routesCompute(mux *http.ServeMux) {
 		s.serviceRoutes(mux, ServiceLoadBalancer, lbPrefix+"/v2", nil))
 }
 
-type mvKey struct{}
-
 // withMicroversion validates the requested microversion and echoes it.
 func (s *Sim) withMicroversion(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -66,12 +64,6 @@ func (s *Sim) withMicroversion(fn http.HandlerFunc) http.HandlerFunc {
 func mvOf(r *http.Request) microversion {
 	mv, _ := novaMicroversion(r)
 	return mv
-}
-
-// visible reports whether the token may see a server: its project's, or
-// any with admin.
-func visible(r *http.Request, sv *server) bool {
-	return sv.ProjectID == projectOf(r) || isAdmin(r)
 }
 
 // allTenants reads Nova's all_tenants: only admin may ask for it.

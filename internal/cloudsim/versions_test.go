@@ -71,7 +71,7 @@ func TestSmallDocuments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+" is served", func(t *testing.T) {
 			var body map[string]any
-			_, err := pc.Request(ctxT(t), "GET", base+tt.path, &gophercloud.RequestOpts{JSONResponse: &body, OkCodes: []int{200}})
+			_, err := pc.Request(ctxT(t), "GET", base+tt.path, &gophercloud.RequestOpts{JSONResponse: &body, OkCodes: []int{200}}) //nolint:bodyclose // gophercloud closes it, decoding it into body
 			if err != nil || body[tt.key] == nil {
 				t.Fatalf("GET %s: %v, %v", tt.path, body, err)
 			}

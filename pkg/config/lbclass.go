@@ -102,7 +102,7 @@ func SubnetNameMatcher(pattern string) (func(name string) bool, error) {
 	}
 	re, err := regexp.Compile("^(?:" + expr + ")$")
 	if err != nil {
-		return nil, fmt.Errorf("invalid subnet name pattern %q: %v", pattern, err)
+		return nil, fmt.Errorf("invalid subnet name pattern %q: %w", pattern, err)
 	}
 	return func(name string) bool { return re.MatchString(name) != neg }, nil
 }

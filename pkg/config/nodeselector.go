@@ -56,7 +56,7 @@ func MatchesNodeSelector(sel, labels map[string]string) bool {
 func nodeSelector(p *string) field {
 	return field{set: func(v string, _ bool) error {
 		if _, err := ParseNodeSelector(v); err != nil {
-			return fmt.Errorf("invalid node selector %q: %v", v, err)
+			return fmt.Errorf("invalid node selector %q: %w", v, err)
 		}
 		*p = v
 		return nil

@@ -96,7 +96,7 @@ func TestALoadBalancerThatIsNotCertainlyUpstreamsIsNeverAdoptedOrDeleted(t *test
 					t.Errorf("Delete: %v, want nothing to do", err)
 				}
 			} else {
-				st, _ := ensure(t, env.m, svc, nodes)
+				st := ensure(t, env.m, svc, nodes)
 				for _, u := range made {
 					if len(st.Ingress) == 1 && st.Ingress[0].IP == u.fip {
 						t.Errorf("the Service took the floating IP %s of a load balancer it does not own", u.fip)

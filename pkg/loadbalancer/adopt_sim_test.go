@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -139,8 +140,8 @@ func updateUntilDone(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service,
 		if err == nil {
 			return
 		}
-		re, ok := err.(*api.RetryError)
-		if !ok {
+		var re *api.RetryError
+		if !errors.As(err, &re) {
 			t.Fatalf("Update %s: %v", svc.Name, err)
 		}
 		time.Sleep(re.RetryAfter())
@@ -193,7 +194,7 @@ func TestAnUpstreamLoadBalancerIsAdoptedAndDeletedAsUpstreamWould(t *testing.T) 
 				t.Fatalf("Get before adoption: exists %v, %v; want the upstream load balancer reported", exists, err)
 			}
 			env.sim.ResetCalls()
-			st, _ := ensure(t, env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+			st := ensure(t, env.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 			if len(st.Ingress) != 1 || st.Ingress[0].IP != up.fip {
 				t.Errorf("ingress %v, want upstream's floating IP %s", st.Ingress, up.fip)
 			}
@@ -293,7 +294,7 @@ func TestTwoServicesSharingAnUpstreamLoadBalancerKeepItAndTheLastOneOutDeletesIt
 		t.Fatalf("Ensure api before web adopted the load balancer: %v, want %s", err, loadbalancer.ReasonWaitingForAdoption)
 	}
 	for _, svc := range []*corev1.Service{web, api} {
-		st, _ := ensure(t, env.m, svc, nodes)
+		st := ensure(t, env.m, svc, nodes)
 		if len(st.Ingress) != 1 || st.Ingress[0].IP != up.fip {
 			t.Errorf("%s: ingress %v, want upstream's floating IP %s", svc.Name, st.Ingress, up.fip)
 		}

@@ -110,15 +110,15 @@ func simNodes(ips ...string) []*corev1.Node {
 	return out
 }
 
-func ensure(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, int) {
+func ensure(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service, nodes []*corev1.Node) *corev1.LoadBalancerStatus {
 	t.Helper()
 	ctx := context.Background()
-	for round := 1; round <= 50; round++ {
+	for range 50 {
 		st, err := m.Ensure(ctx, "lab", svc, nodes)
 		var re *api.RetryError
 		switch {
 		case err == nil:
-			return st, round
+			return st
 		case errors.As(err, &re):
 			time.Sleep(re.RetryAfter())
 		default:
@@ -126,7 +126,7 @@ func ensure(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service, nodes []
 		}
 	}
 	t.Fatal("no convergence")
-	return nil, 0
+	return nil
 }
 
 func TestAgainstTheSimulator(t *testing.T) {
@@ -139,7 +139,7 @@ func TestAgainstTheSimulator(t *testing.T) {
 		}},
 	}
 	sim.ResetCalls()
-	st, _ := ensure(t, m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+	st := ensure(t, m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 	calls := sim.Calls()
 	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
 		t.Fatalf("status %+v", st)

@@ -111,7 +111,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 	isV6 := func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is6() }
 
 	t.Run("an IPv6 Service gets an IPv6 VIP as its ingress, IPv6 members and no floating IP", func(t *testing.T) {
-		st, _ := ensure(t, env.m, svc("v6", corev1.IPFamilyPolicySingleStack, corev1.IPv6Protocol), nodes)
+		st := ensure(t, env.m, svc("v6", corev1.IPFamilyPolicySingleStack, corev1.IPv6Protocol), nodes)
 		lb, ms := read(t, "kube_service_lab_shop_v6")
 		if !isV6(lb.VipAddress) || len(st.Ingress) != 1 || st.Ingress[0].IP != lb.VipAddress {
 			t.Errorf("VIP %s, ingress %+v: want the IPv6 VIP as the only ingress", lb.VipAddress, st.Ingress)
@@ -126,7 +126,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 
 	t.Run("a PreferDualStack Service gets one load balancer with an IPv4 VIP behind a floating IP and an IPv6 additional VIP, members of both families", func(t *testing.T) {
 		env.sim.ResetCalls()
-		st, _ := ensure(t, env.m, svc("dual", corev1.IPFamilyPolicyPreferDualStack, corev1.IPv4Protocol, corev1.IPv6Protocol), nodes)
+		st := ensure(t, env.m, svc("dual", corev1.IPFamilyPolicyPreferDualStack, corev1.IPv4Protocol, corev1.IPv6Protocol), nodes)
 		lb, ms := read(t, "kube_service_lab_shop_dual")
 		if isV6(lb.VipAddress) || len(lb.AdditionalVips) != 1 || !isV6(lb.AdditionalVips[0].IPAddress) {
 			t.Fatalf("VIP %s, additional VIPs %+v: want an IPv4 VIP and one IPv6 additional VIP", lb.VipAddress, lb.AdditionalVips)
@@ -151,7 +151,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 	})
 
 	t.Run("a RequireDualStack IPv6-first Service lists its IPv6 VIP first and the floating IP of its IPv4 VIP second", func(t *testing.T) {
-		st, _ := ensure(t, env.m, svc("v6first", corev1.IPFamilyPolicyRequireDualStack, corev1.IPv6Protocol, corev1.IPv4Protocol), nodes)
+		st := ensure(t, env.m, svc("v6first", corev1.IPFamilyPolicyRequireDualStack, corev1.IPv6Protocol, corev1.IPv4Protocol), nodes)
 		lb, _ := read(t, "kube_service_lab_shop_v6first")
 		if !isV6(lb.VipAddress) || len(lb.AdditionalVips) != 1 || isV6(lb.AdditionalVips[0].IPAddress) {
 			t.Fatalf("VIP %s, additional VIPs %+v: want an IPv6 VIP and an IPv4 additional VIP", lb.VipAddress, lb.AdditionalVips)
@@ -163,7 +163,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 
 	t.Run("a single-stack Service turned RequireDualStack is refused, naming what to do, with nothing changed", func(t *testing.T) {
 		s := svc("grow", corev1.IPFamilyPolicySingleStack, corev1.IPv4Protocol)
-		before, _ := ensure(t, env.m, s, nodes)
+		before := ensure(t, env.m, s, nodes)
 		lb, _ := read(t, "kube_service_lab_shop_grow")
 		policy := corev1.IPFamilyPolicyRequireDualStack
 		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &policy, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
@@ -184,7 +184,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 		t.Run("as PreferDualStack it keeps serving IPv4 only", func(t *testing.T) {
 			prefer := corev1.IPFamilyPolicyPreferDualStack
 			s.Spec.IPFamilyPolicy = &prefer
-			st, _ := ensure(t, env.m, s, nodes)
+			st := ensure(t, env.m, s, nodes)
 			_, ms := read(t, "kube_service_lab_shop_grow")
 			if len(st.Ingress) != 1 || st.Ingress[0].IP != before.Ingress[0].IP {
 				t.Errorf("ingress %+v, want the floating IP %s only", st.Ingress, before.Ingress[0].IP)
@@ -203,7 +203,7 @@ func TestIPFamiliesAgainstTheSimulator(t *testing.T) {
 		lb, _ := read(t, "kube_service_lab_shop_shrink")
 		single := corev1.IPFamilyPolicySingleStack
 		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv4Protocol}
-		st, _ := ensure(t, env.m, s, nodes)
+		st := ensure(t, env.m, s, nodes)
 		after, ms := read(t, "kube_service_lab_shop_shrink")
 		if after.ID != lb.ID || len(st.Ingress) != 1 || isV6(st.Ingress[0].IP) {
 			t.Errorf("load balancer %s -> %s, ingress %+v: want the same load balancer and its floating IP only", lb.ID, after.ID, st.Ingress)

@@ -44,7 +44,7 @@ func TestAgainstTheSimulatorAFullFloatingSubnetIsPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.sim.ResetCalls()
-	st, _ := ensure(t, env.m, webService(map[string]string{loadbalancer.AnnotationFloatingSubnet: "edge-*"}), simNodes("10.0.0.11"))
+	st := ensure(t, env.m, webService(map[string]string{loadbalancer.AnnotationFloatingSubnet: "edge-*"}), simNodes("10.0.0.11"))
 	ip := netip.MustParseAddr(st.Ingress[0].IP)
 	if !netip.MustParsePrefix("198.51.100.64/28").Contains(ip) {
 		t.Errorf("floating IP %s, want one of edge-2", ip)

@@ -42,7 +42,7 @@ func TestAgainstTheSimulatorTheFloatingIPComesFromTheChosenSubnet(t *testing.T) 
 	} {
 		env := newSimEnv(t, 10*time.Millisecond, withTaggedFloatingSubnet)
 		env.m.Requeue = 10 * time.Millisecond
-		st, _ := ensure(t, env.m, webService(annotations), simNodes("10.0.0.11"))
+		st := ensure(t, env.m, webService(annotations), simNodes("10.0.0.11"))
 		ip := netip.MustParseAddr(st.Ingress[0].IP)
 		_, negated := annotations[loadbalancer.AnnotationFloatingSubnetTags]
 		negated = negated && annotations[loadbalancer.AnnotationFloatingSubnetTags][0] == '!'
@@ -71,7 +71,7 @@ func TestAgainstTheSimulatorAPortGivenAsVIPOutlivesTheLoadBalancer(t *testing.T)
 		t.Fatal(err)
 	}
 	svc := webService(map[string]string{loadbalancer.AnnotationPortID: port.ID})
-	st, _ := ensure(t, env.m, svc, simNodes("10.0.0.11"))
+	st := ensure(t, env.m, svc, simNodes("10.0.0.11"))
 	fips, err := env.m.Neutron.FloatingIPs(ctx, port.ID, "")
 	if err != nil || len(fips) != 1 || st.Ingress[0].IP != fips[0].Address {
 		t.Fatalf("floating IPs on the given port %v (%v), ingress %v", fips, err, st.Ingress)

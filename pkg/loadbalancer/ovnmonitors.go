@@ -199,7 +199,9 @@ func (m *Manager) restoreOnFailure(lbID string, create, monitor step) step {
 		}
 		m.failedCreates.set(lbID, create.listener)
 		if merr := monitor.do(ctx, o); merr != nil {
-			return fmt.Errorf("%w; the health monitors removed for it come back on the next syncs (%s: %v)", err, monitor.What, merr)
+			// merr is context, not cause: wrapped, errors.Is would find (say) a
+			// 404 of the monitor and take the failed create for "not found".
+			return fmt.Errorf("%w; the health monitors removed for it come back on the next syncs (%s: %v)", err, monitor.What, merr) //nolint:errorlint // see above
 		}
 		return fmt.Errorf("%w; the health monitors removed for it come back meanwhile (%s: done)", err, monitor.What)
 	}
@@ -255,7 +257,7 @@ func restoreSteps(tree *Tree, mine, creating map[string]bool) (restores, untags 
 // ErrOVNMonitorWedge: a listener create is refused because neither it nor
 // removing the monitors in its way can be done on the OVN provider without
 // wedging part of the load balancer.
-var ErrOVNMonitorWedge = errors.New("Octavia's OVN provider (ovn-octavia-provider 3.0.0) would wedge the load balancer")
+var ErrOVNMonitorWedge = errors.New("Octavia's OVN provider (ovn-octavia-provider 3.0.0) would wedge the load balancer") //nolint:staticcheck // ST1005: "Octavia" is a name
 
 // firstPool is the pool of protocol the OVN provider reports ACTIVE after
 // any monitor delete on that protocol: its hm_delete takes the first

@@ -333,7 +333,7 @@ func (w *world) create(s *step, ref string, fields [][2]string, rt *rand.Rand) s
 	g := &genSvc{svc: genService(ns, name, w.nextUID), statusGen: -1}
 	var set []string
 	for _, f := range fields {
-		if v := w.resolve(f[1], ref, rt); v != "" {
+		if v := w.resolve(f[1], rt); v != "" {
 			setField(g.svc, f[0], v)
 			set = append(set, f[0]+"="+v)
 		}
@@ -349,7 +349,7 @@ func (w *world) update(s *step, ref, key, value string, unset bool, rt *rand.Ran
 	}
 	v := ""
 	if !unset {
-		if v = w.resolve(value, ref, rt); v == "" {
+		if v = w.resolve(value, rt); v == "" {
 			return "nothing to point at"
 		}
 	}
@@ -382,7 +382,7 @@ func keeps(svc *corev1.Service) bool {
 
 // resolve turns a symbolic value into the ID or address it names now,
 // "" when there is nothing of the kind.
-func (w *world) resolve(v, self string, rt *rand.Rand) string {
+func (w *world) resolve(v string, rt *rand.Rand) string {
 	n := rt.Intn(1000)
 	kind, arg, _ := strings.Cut(v, ":")
 	switch kind {

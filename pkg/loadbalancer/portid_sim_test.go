@@ -85,7 +85,7 @@ func TestAgainstTheSimulatorAFreePortIDIsStillTheVIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := ensure(t, env.m, webService(map[string]string{loadbalancer.AnnotationPortID: free.ID}), simNodes("10.0.0.11"))
+	st := ensure(t, env.m, webService(map[string]string{loadbalancer.AnnotationPortID: free.ID}), simNodes("10.0.0.11"))
 	lbs, err := env.m.Octavia.FindLoadBalancers(ctx, "kube_service_lab_shop_web", loadbalancer.ClusterTag("uid-1"))
 	if err != nil || len(lbs) != 1 || lbs[0].VIPPortID != free.ID {
 		t.Fatalf("load balancers %+v (%v), want one on port %s", lbs, err, free.ID)

@@ -180,7 +180,7 @@ func TestOVNServiceWithDefaults(t *testing.T) {
 		s.Spec.HealthCheckNodePort = 32000
 	})
 	cloud.reset()
-	st, _ := ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
+	st := ensure(t, cloud.m, svc, simNodes("10.0.0.11", "10.0.0.12"))
 	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
 		t.Fatalf("status %+v", st)
 	}

@@ -44,7 +44,7 @@ func TestAgainstTheSimulatorALoadBalancerInErrorIsRecreatedWithItsFloatingIP(t *
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	st, _ := ensure(t, env.m, svc, nodes)
+	st := ensure(t, env.m, svc, nodes)
 	if len(st.Ingress) != 1 || st.Ingress[0].IP != fips[0].Address {
 		t.Errorf("ingress %v, want the floating IP %s kept", st.Ingress, fips[0].Address)
 	}

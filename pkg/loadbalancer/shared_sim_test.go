@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -30,8 +31,8 @@ func deleteUntilDone(t *testing.T, m *loadbalancer.Manager, svc *corev1.Service)
 		if err == nil {
 			return
 		}
-		re, ok := err.(*api.RetryError)
-		if !ok {
+		var re *api.RetryError
+		if !errors.As(err, &re) {
 			t.Fatalf("Delete %s: %v", svc.Name, err)
 		}
 		time.Sleep(re.RetryAfter())
@@ -48,7 +49,7 @@ func TestSharedLoadBalancerAgainstTheSimulator(t *testing.T) {
 	ctx := context.Background()
 	ns := simNodes("10.0.0.11", "10.0.0.12")
 	web := simService("web", 80, 30080, nil)
-	stWeb, _ := ensure(t, env.m, web, ns)
+	stWeb := ensure(t, env.m, web, ns)
 	found, err := env.m.Octavia.FindLoadBalancers(ctx, "kube_service_lab_shop_web", loadbalancer.ClusterTag("uid-1"))
 	if err != nil || len(found) != 1 {
 		t.Fatalf("load balancer of web: %v %v", found, err)
@@ -57,7 +58,7 @@ func TestSharedLoadBalancerAgainstTheSimulator(t *testing.T) {
 
 	api := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: lbID})
 	env.sim.ResetCalls()
-	stAPI, _ := ensure(t, env.m, api, ns)
+	stAPI := ensure(t, env.m, api, ns)
 	t.Logf("joining a shared load balancer: %v", env.sim.Calls())
 	if stAPI.Ingress[0].IP != stWeb.Ingress[0].IP {
 		t.Errorf("ingress %v vs %v", stAPI.Ingress, stWeb.Ingress)

@@ -52,7 +52,7 @@ func (f *fakeMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(readFixture(f.t, node1Dir, file))
+	_, _ = w.Write(readFixture(f.t, node1Dir, file))
 }
 
 type fakeBehaviour struct {

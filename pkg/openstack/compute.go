@@ -173,7 +173,8 @@ func (c *gopherCompute) listDetail(ctx context.Context, opts ListServersOpts) ([
 			return nil, fmt.Errorf("servers/detail: more than %d pages, stopping (a pagination loop?)", maxPages)
 		}
 		var body serverPage
-		if _, err := c.client.Get(ctx, next, &body, &gophercloud.RequestOpts{OkCodes: []int{200}}); err != nil {
+		// gophercloud reads and closes the body: it decodes it into body.
+		if _, err := c.client.Get(ctx, next, &body, &gophercloud.RequestOpts{OkCodes: []int{200}}); err != nil { //nolint:bodyclose // see above
 			return nil, err
 		}
 		if body.Servers == nil {

@@ -110,7 +110,7 @@ func TestRotatedPasswordIsUsedWithoutARestart(t *testing.T) {
 	})
 	t.Run("a wrong password in the config is refused once and the working credentials stay in use", func(t *testing.T) {
 		write("typo")
-		if w.Check(ctx) || w.Check(ctx) {
+		if first, second := w.Check(ctx), w.Check(ctx); first || second {
 			t.Error("a refused password was taken")
 		}
 		sim.RevokeTokens() // the next call must re-authenticate, with the working password
@@ -224,7 +224,7 @@ func TestRefusedCredentialsAreTriedAgainOnlyAfterABackoff(t *testing.T) {
 			}
 			r.write(tc.password)
 
-			if r.watch.Check(ctx) || r.watch.Check(ctx) {
+			if first, second := r.watch.Check(ctx), r.watch.Check(ctx); first || second {
 				t.Fatal("refused credentials were taken")
 			}
 			if got := requests(); got != 1 {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"net"
 	"slices"
@@ -25,6 +26,14 @@ func testCSR(t *testing.T, cn string, ips []string, dns []string, client bool) [
 		OrganizationalUnit: []string{"system:masters"}, Country: []string{"XX"}, Locality: []string{"anywhere"}}, DNSNames: dns}
 	for _, ip := range ips {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	if client {
+		// The request also asks for client auth (extKeyUsage clientAuth).
+		eku, err := asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, pkix.Extension{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Value: eku})
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
@@ -47,8 +56,8 @@ func TestServingSignerIssuesExactlyTheApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The request asks for more than was approved: another IP, a DNS name,
-	// system:masters as O and as OU, a country and a locality. Only the
-	// approval is issued.
+	// system:masters as O and as OU, a country, a locality and client auth.
+	// Only the approval is issued.
 	req := testCSR(t, "system:node:web-1", []string{"10.0.0.5", "10.96.0.1"}, []string{"kubernetes.default"}, true)
 	certPEM, err := s.Sign(Approved{CSR: req, CommonName: "system:node:web-1", Organization: "system:nodes", IPs: []string{"10.0.0.5"}, DNSNames: []string{"web-1"}})
 	if err != nil {
@@ -75,7 +84,7 @@ func TestServingSignerIssuesExactlyTheApproval(t *testing.T) {
 	if cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign != 0 || !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
 		t.Errorf("IsCA %v, key usage %v, ext %v; want a server-auth leaf", cert.IsCA, cert.KeyUsage, cert.ExtKeyUsage)
 	}
-	if life := cert.NotAfter.Sub(time.Now()); life < 47*time.Hour || life > 48*time.Hour+time.Minute {
+	if life := time.Until(cert.NotAfter); life < 47*time.Hour || life > 48*time.Hour+time.Minute {
 		t.Errorf("valid for %s more, want the 48-hour default", life)
 	}
 
@@ -84,7 +93,7 @@ func TestServingSignerIssuesExactlyTheApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, _ := helpers.ParseCertificatePEM(short)
-	if life := c2.NotAfter.Sub(time.Now()); life > 2*time.Hour+time.Minute {
+	if life := time.Until(c2.NotAfter); life > 2*time.Hour+time.Minute {
 		t.Errorf("spec.expirationSeconds of 2h gave %s", life)
 	}
 	if _, err := s.Sign(Approved{CSR: req, CommonName: "system:node:web-1", Organization: "system:nodes"}); err == nil {

@@ -213,7 +213,7 @@ func TestInstanceMetadata(t *testing.T) {
 				if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 					t.Errorf("error %q does not wrap %v", err, tt.wantIs)
 				}
-				if tt.wantIs != openstack.ErrNotFound && openstack.IsNotFound(err) {
+				if !errors.Is(tt.wantIs, openstack.ErrNotFound) && openstack.IsNotFound(err) {
 					t.Errorf("error %q is taken for not found", err)
 				}
 				return

@@ -66,22 +66,46 @@ func (c progressCoreV1) Events(namespace string) corev1client.EventInterface {
 }
 
 // progressEvents rewrites in-progress Warnings on the three calls of the
-// event sink the recorder uses.
+// event sink the recorder uses. client-go's EventSinkImpl (v0.36) still
+// calls the deprecated forms, which are the ones to override; the
+// WithContext forms, which it will call once they are removed, are
+// rewritten the same way so that day changes nothing here.
 type progressEvents struct{ corev1client.EventInterface }
 
+//nolint:staticcheck // SA1019: the sink calls this form; see progressEvents.
 func (e progressEvents) CreateWithEventNamespace(ev *corev1.Event) (*corev1.Event, error) {
 	return e.EventInterface.CreateWithEventNamespace(asProgress(ev))
 }
 
+//nolint:staticcheck // SA1019: the sink calls this form; see progressEvents.
 func (e progressEvents) UpdateWithEventNamespace(ev *corev1.Event) (*corev1.Event, error) {
 	return e.EventInterface.UpdateWithEventNamespace(asProgress(ev))
+}
+
+func (e progressEvents) CreateWithEventNamespaceWithContext(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	return e.EventInterface.CreateWithEventNamespaceWithContext(ctx, asProgress(ev))
+}
+
+func (e progressEvents) UpdateWithEventNamespaceWithContext(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	return e.EventInterface.UpdateWithEventNamespaceWithContext(ctx, asProgress(ev))
 }
 
 // PatchWithEventNamespace: the recorder patches an Event it created when a
 // similar one recurs (a new count, and for an aggregate of similar Events
 // a new message). Such a series holds in-progress and failed syncs alike,
 // so the patch carries the type and reason that its message calls for.
+//
+//nolint:staticcheck // SA1019: the sink calls this form; see progressEvents.
 func (e progressEvents) PatchWithEventNamespace(ev *corev1.Event, data []byte) (*corev1.Event, error) {
+	return e.EventInterface.PatchWithEventNamespace(ev, progressPatch(ev, data))
+}
+
+func (e progressEvents) PatchWithEventNamespaceWithContext(ctx context.Context, ev *corev1.Event, data []byte) (*corev1.Event, error) {
+	return e.EventInterface.PatchWithEventNamespaceWithContext(ctx, ev, progressPatch(ev, data))
+}
+
+// progressPatch is data with the type and reason its message calls for.
+func progressPatch(ev *corev1.Event, data []byte) []byte {
 	var patch map[string]any
 	if err := json.Unmarshal(data, &patch); err == nil {
 		if msg, ok := patch["message"].(string); ok {
@@ -92,7 +116,7 @@ func (e progressEvents) PatchWithEventNamespace(ev *corev1.Event, data []byte) (
 			}
 		}
 	}
-	return e.EventInterface.PatchWithEventNamespace(ev, data)
+	return data
 }
 
 func asProgress(ev *corev1.Event) *corev1.Event {
