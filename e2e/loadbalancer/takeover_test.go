@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
@@ -62,15 +63,22 @@ func TestAServiceTakenOverFromTheUpstreamCCMKeepsItsAddress(t *testing.T) {
 
 	svc := lbService("moved", "web", corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: nodePort})
 	svc.Annotations["loadbalancer.openstack.org/load-balancer-id"] = lb.ID
-	created, err := cp.Admin.CoreV1().Services("moved").Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cp.Admin.CoreV1().Services("moved").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The address upstream's service controller published: the evidence
 	// that this load balancer is this Service's. A sync before it lands
-	// refuses ("not adopting") and creates nothing.
-	created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fip.FloatingIP}}
-	if _, err := cp.Admin.CoreV1().Services("moved").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// refuses ("not adopting") and creates nothing. The CCM adds its
+	// finalizer meanwhile: read again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cp.Admin.CoreV1().Services("moved").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fip.FloatingIP}}
+		_, err = cp.Admin.CoreV1().Services("moved").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	got := waitIngress(ctx, t, cp, "moved", "web", 90*time.Second)

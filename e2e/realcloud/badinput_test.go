@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackward/stackward/e2e/framework"
 )
@@ -113,7 +114,14 @@ os.execvp("bash", ["bash"] + sys.argv[2:])
 		if netns == "" {
 			t.Fatal("the holder did not report its network namespace")
 		}
-		if left := processesIn(t, netns); len(left) > 0 {
+		// A process killed a moment ago may still be exiting on a loaded
+		// machine: give the kernel a bounded while before calling it left.
+		var left []string
+		deadline := time.Now().Add(15 * time.Second)
+		for left = processesIn(t, netns); len(left) > 0 && time.Now().Before(deadline); left = processesIn(t, netns) {
+			time.Sleep(250 * time.Millisecond)
+		}
+		if len(left) > 0 {
 			t.Errorf("processes left running in the harness's namespace: %v", left)
 		}
 		if pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*")); len(pids) > 0 {
@@ -145,9 +153,19 @@ func processesIn(t *testing.T, netns string) []string {
 	var out []string
 	for _, e := range entries {
 		if ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && ns == netns {
+			if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && zombie(string(stat)) {
+				continue // exited, waiting for its parent: it holds nothing
+			}
 			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 			out = append(out, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 	return out
+}
+
+// zombie says whether /proc/<pid>/stat is a process that has exited and
+// is waiting to be reaped (state Z, after the parenthesised command).
+func zombie(stat string) bool {
+	i := strings.LastIndex(stat, ")")
+	return i >= 0 && strings.HasPrefix(strings.TrimSpace(stat[i+1:]), "Z")
 }

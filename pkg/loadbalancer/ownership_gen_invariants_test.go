@@ -129,9 +129,11 @@ func (w *world) check(before, after *snapshot, s *step) []string {
 			bs, as = withoutUser(b, s.svc), withoutUser(a, s.svc)
 		case own == ownerOp && s.actor == ownerY && s.svc == "":
 			// A node change updates the members of every Y Service's
-			// listeners, those on an operator's load balancer included.
+			// listeners, those on an operator's load balancer included; a
+			// step acting on several Services (a rotation) may also see
+			// one leave.
 			var users []string
-			for ref := range w.ySvcs {
+			for ref := range w.yEver {
 				if consents(b.lb.Tags, namespaceOf(ref)) {
 					users = append(users, ref)
 				}

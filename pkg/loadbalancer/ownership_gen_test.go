@@ -97,6 +97,7 @@ type world struct {
 	mY         [2]*loadbalancer.Manager
 	lying      string // the address node-2 reports instead of its own
 	ySvcs      map[string]*genSvc
+	yEver      map[string]bool // every Service Y ever had, deleted ones too
 	xSvcs      map[string]*genSvc
 	xUIDs      []string
 	nextUID    int
@@ -119,7 +120,7 @@ type world struct {
 
 func runOwnership(t *testing.T, seed int64, steps int) {
 	w := &world{c: startCloud(t), seed: seed, gen: rand.New(rand.NewSource(seed)),
-		ySvcs: map[string]*genSvc{}, xSvcs: map[string]*genSvc{}, owner: map[string]owner{}, fipOwner: map[string]owner{},
+		ySvcs: map[string]*genSvc{}, yEver: map[string]bool{}, xSvcs: map[string]*genSvc{}, owner: map[string]owner{}, fipOwner: map[string]owner{},
 		groupOwner: map[string]owner{}, upstreamX: map[string]string{}, opLB: map[string]string{}, kept: map[string]string{}}
 	pre, err := w.c.snapshot()
 	if err != nil {
@@ -339,6 +340,7 @@ func (w *world) create(s *step, ref string, fields [][2]string, rt *rand.Rand) s
 		}
 	}
 	w.ySvcs[ref] = g
+	w.yEver[ref] = true
 	return fmt.Sprintf("uid …%d %v; %s", w.nextUID, set, w.syncY(s, ref, rt))
 }
 
