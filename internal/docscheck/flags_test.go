@@ -15,7 +15,7 @@ import (
 )
 
 // docsWithFlags are the documents whose --flags must exist.
-var docsWithFlags = []string{"README.md", "charts/stackward/README.md", "bootstrap/README.md"}
+var docsWithFlags = []string{"README.md", "charts/stackward/README.md", "bootstrap/README.md", "docs/reference/kubelet-serving-ca-bundle.md"}
 
 // otherPrograms are flags of programs other than ours that the documents
 // legitimately name (a kubeadm or helm command line, a kubelet argument).
@@ -25,7 +25,9 @@ var otherPrograms = []string{
 	// kubelet
 	"node-ip", "provider-id",
 	// kube-apiserver
-	"kubelet-certificate-authority",
+	"kubelet-certificate-authority", "runtime-config",
+	// metrics-server
+	"kubelet-insecure-tls", "kubelet-preferred-address-types",
 	// kube-controller-manager
 	"cluster-signing-",
 	// kubeadm
