@@ -15,7 +15,7 @@ import (
 )
 
 // docsWithFlags are the documents whose --flags must exist.
-var docsWithFlags = []string{"README.md", "charts/stackward/README.md", "bootstrap/README.md", "docs/reference/kubelet-serving-ca-bundle.md"}
+var docsWithFlags = []string{"README.md", "charts/stackward/README.md", "bootstrap/README.md", "docs/reference/kubelet-serving-ca-bundle.md", "docs/install/capi.md"}
 
 // otherPrograms are flags of programs other than ours that the documents
 // legitimately name (a kubeadm or helm command line, a kubelet argument).
@@ -33,7 +33,9 @@ var otherPrograms = []string{
 	// kubeadm
 	"control-plane", "upload-certs", "config", "print-join-command", "ttl",
 	// kubectl
-	"from-file", "field-selector", "namespace",
+	"from-file", "field-selector", "namespace", "type",
+	// clusterctl
+	"flavor", "addon",
 	// helm
 	"set", "wait", "api-versions", "strict",
 	// openstack server create
