@@ -46,7 +46,8 @@ build: ## Build every binary into bin/ (static, version-stamped).
 test: lint unit e2e ## Lint, unit tests and the e2e suite: what CI runs.
 
 unit: ## Unit tests (no control plane), with the race detector.
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	# bootstrap/capi runs kubeadm config validate when the tools cache has kubeadm (make tools).
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	cd hack/imagetool && CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) and golangci-lint into the cache.

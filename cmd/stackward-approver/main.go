@@ -123,6 +123,31 @@ func (p *netipList[T]) Type() string {
 	return "ips"
 }
 
+// namespacedName is a namespace/name flag.
+type namespacedName struct{ ns, name *string }
+
+func (n *namespacedName) String() string {
+	if *n.name == "" {
+		return ""
+	}
+	return *n.ns + "/" + *n.name
+}
+
+func (n *namespacedName) Set(v string) error {
+	ns, name, ok := strings.Cut(v, "/")
+	if v == "" {
+		*n.ns, *n.name = "", ""
+		return nil
+	}
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("%q: want namespace/name", v)
+	}
+	*n.ns, *n.name = ns, name
+	return nil
+}
+
+func (n *namespacedName) Type() string { return "namespace/name" }
+
 // flags are the approver's command line: its Config, and the logging
 // configuration main applies before Run.
 type flags struct {
@@ -228,6 +253,15 @@ func newFlags() *flags {
 	fs.DurationVar(&cfg.ServingCertLifetime, "serving-cert-lifetime", pki.DefaultServingCertLifetime,
 		"Lifetime of the certificates --sign-with-ca-dir issues (spec.expirationSeconds may shorten it). Short, so a\n"+
 			"leaked key of a reused IP dies soon; the kubelet rotates at 70-90 % of it.")
+	fs.StringVar(&cfg.CABundle.Dir, "ca-bundle-dir", "",
+		"Directory with kubelet-serving-ca.crt and, during a rotation, kubelet-serving-ca-bundle.crt (certificates only,\n"+
+			"the key is not read). Default: --sign-with-ca-dir.")
+	fs.Var(&namespacedName{ns: &cfg.CABundle.ConfigMapNamespace, name: &cfg.CABundle.ConfigMapName}, "ca-bundle-configmap",
+		"namespace/name of a ConfigMap (key ca.crt) to publish the kubelet-serving CA bundle in, for metrics-server\n"+
+			"(--kubelet-certificate-authority) and Prometheus (ca_file); kept equal to the files while leading. Empty: publish nothing.")
+	fs.StringVar(&cfg.CABundle.ClusterTrustBundleName, "ca-bundle-cluster-trust-bundle", approver.CABundleClusterTrustBundle,
+		"Also publish the bundle as this ClusterTrustBundle (signer "+approver.KubeletServingSigner+") when the apiserver\n"+
+			"serves certificates.k8s.io/v1 or v1beta1 clustertrustbundles (checked at every publication). Empty: ConfigMap only.")
 	cfg.Serving = approver.NewServing()
 	cfg.Serving.AddFlags(fs)
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",

@@ -23,6 +23,9 @@ certificate can never pass for the apiserver.
   export  print it, key included, as the Secret manifest the chart's signer
           reads (` + pki.SecretNamespace + `/` + pki.SecretName + `), to carry it to the
           other control-plane hosts (kubeadm's certificate upload cannot).
+          During a rotation it carries the trust bundle too, which the
+          approver publishes to clients of kubelets; --next exports the next
+          CA instead.
   import  write an exported CA into --dir on another control-plane host,
           before 'kubeadm join --control-plane'. Keeps the same CA, refuses
           a different one.
@@ -50,7 +53,10 @@ func runPKI(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&keyAlgorithm, "key-algorithm", pki.KeyECDSA, "CA key: ecdsa (P-256) or rsa (3072 bits).")
 		fs.DurationVar(&lifetime, "lifetime", pki.DefaultCALifetime, "Lifetime of the CA certificate.")
 	}
-	finish := false
+	finish, next := false, false
+	if sub == "export" {
+		fs.BoolVar(&next, "next", false, "Export the next CA of a rotation (kubelet-serving-ca-next.*) under the usual key names, for the approver's built-in signer.")
+	}
 	if sub == "rotate" {
 		fs.BoolVar(&finish, "finish", false, "Promote the next CA to kubelet-serving-ca.{crt,key} (the old pair is kept as kubelet-serving-ca-old.*); run it when every kubelet serves a certificate of the next CA.")
 	}
@@ -74,8 +80,12 @@ func runPKI(args []string, stdout, stderr io.Writer) int {
 	case "init":
 		err = pkiInit(stdout, pki.InitOptions{Dir: *dir, KeyAlgorithm: keyAlgorithm, Lifetime: lifetime})
 	case "export":
+		export := pki.Export
+		if next {
+			export = pki.ExportNext
+		}
 		var out []byte
-		if out, err = pki.Export(*dir); err == nil {
+		if out, err = export(*dir); err == nil {
 			_, err = stdout.Write(out)
 		}
 	case "import":
@@ -140,18 +150,25 @@ const rotateSteps = `Next steps (bootstrap/README.md, "Rotating the kubelet-serv
  2. Trust both CAs: in the kube-system ConfigMap kubeadm-config set the
     apiserver's kubelet-certificate-authority to %[4]s, then on each
     control-plane host run 'kubeadm upgrade node phase control-plane'.
+    Publish both to metrics-server and Prometheus:
+    'stackward pki export --dir %[1]s | kubectl apply -f -' (the approver
+    copies the bundle into its ConfigMap and ClusterTrustBundle).
  3. Sign with the next CA. kube-controller-manager: set
     cluster-signing-kubelet-serving-cert-file and -key-file to the
     two files of step 1 in kubeadm-config, then 'kubeadm upgrade node phase
-    control-plane' on each host. The approver's built-in signer: replace the data of the
-    Secret kube-system/%[5]s with the next pair; once the kubelet
-    has updated the mounted Secret (about a minute) it signs with it.
+    control-plane' on each host. The approver's built-in signer:
+    'stackward pki export --next --dir %[1]s | kubectl apply -f -'
+    replaces the data of the Secret kube-system/%[5]s with the next pair
+    and the bundle; once the kubelet has updated the mounted Secret (about a
+    minute) it signs with it.
  4. Re-issue every kubelet's serving certificate: on each node remove
     /var/lib/kubelet/pki/kubelet-server-current.pem and restart the kubelet.
     'stackward doctor' lists any request left pending or unsigned.
  5. stackward pki rotate --finish --dir %[1]s on every control-plane host,
     then point kubeadm-config back at kubelet-serving-ca.crt/.key (step 2
     and 3 in reverse) and run 'kubeadm upgrade node phase control-plane'.
+    'stackward pki export --dir %[1]s | kubectl apply -f -' then publishes
+    the new CA alone.
 `
 
 func pkiRotate(stdout io.Writer, opts pki.RotateOptions) error {

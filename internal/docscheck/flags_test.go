@@ -20,6 +20,7 @@ var docsWithFlags = []string{
 	"README.md", "charts/stackward/README.md", "bootstrap/README.md",
 	"docs/reference/flags.md", "docs/explanation/approver.md", "docs/reference/routes.md",
 	"docs/reference/observability.md", "docs/install/upstream-ccm.md",
+	"docs/reference/kubelet-serving-ca-bundle.md", "docs/install/capi.md",
 }
 
 // otherPrograms are flags of programs other than ours that the documents
@@ -30,13 +31,17 @@ var otherPrograms = []string{
 	// kubelet
 	"node-ip", "provider-id",
 	// kube-apiserver
-	"kubelet-certificate-authority",
+	"kubelet-certificate-authority", "runtime-config",
+	// metrics-server
+	"kubelet-insecure-tls", "kubelet-preferred-address-types",
 	// kube-controller-manager
 	"cluster-signing-",
 	// kubeadm
 	"control-plane", "upload-certs", "config", "print-join-command", "ttl",
 	// kubectl
-	"from-file", "field-selector", "namespace",
+	"from-file", "field-selector", "namespace", "type",
+	// clusterctl
+	"flavor", "addon",
 	// helm
 	"set", "wait", "api-versions", "strict",
 	// openstack server create

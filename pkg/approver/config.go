@@ -3,8 +3,10 @@ package approver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -47,6 +49,14 @@ type Config struct {
 	// issuing certificates valid for ServingCertLifetime.
 	SignWithCADir       string
 	ServingCertLifetime time.Duration
+
+	// CABundle publishes the kubelet-serving CA bundle (a ConfigMap, and a
+	// ClusterTrustBundle where served) while this replica leads. Its Dir
+	// defaults to SignWithCADir.
+	CABundle CABundle
+	// Dynamic writes the ClusterTrustBundle (its version is discovered);
+	// when nil, Run builds it like the typed client.
+	Dynamic dynamic.Interface
 }
 
 // LeaderElection configures the Lease that makes one replica decide.
@@ -151,6 +161,18 @@ func (c *Config) Validate() error {
 	for _, s := range c.DNSSuffixes {
 		if s == "" || s == "." {
 			errs = append(errs, fmt.Errorf("--dns-suffix: %q is empty", s))
+		}
+	}
+	if b := c.CABundle; b.Enabled() {
+		if b.ConfigMapNamespace == "" {
+			errs = append(errs, fmt.Errorf("--ca-bundle-configmap: %q has no namespace (want namespace/name)", b.ConfigMapName))
+		}
+		if b.Dir == "" && c.SignWithCADir == "" {
+			errs = append(errs, errors.New("--ca-bundle-configmap: needs --ca-bundle-dir or --sign-with-ca-dir (where kubelet-serving-ca.crt is)"))
+		}
+		// The apiserver's rule for a bundle with spec.signerName.
+		if n := b.ClusterTrustBundleName; n != "" && (!strings.HasPrefix(n, clusterTrustBundlePrefix) || len(n) == len(clusterTrustBundlePrefix)) {
+			errs = append(errs, fmt.Errorf("--ca-bundle-cluster-trust-bundle: %q must be %s<suffix> (a bundle of signer %s is named after it)", n, clusterTrustBundlePrefix, KubeletServingSigner))
 		}
 	}
 	errs = append(errs, c.Serving.Validate()...)

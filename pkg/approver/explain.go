@@ -16,7 +16,7 @@ import (
 // cluster; an operator uses it to see why a request is (or would be)
 // approved, denied or left pending.
 func Explain(ctx context.Context, cfg Config, name string, w io.Writer) error {
-	client, err := newKubeClient(cfg)
+	client, _, err := newKubeClients(cfg)
 	if err != nil {
 		return err
 	}

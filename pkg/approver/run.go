@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,9 +32,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	client, err := newKubeClient(cfg)
+	client, dyn, err := newKubeClients(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Dynamic == nil {
+		cfg.Dynamic = dyn
 	}
 	// Delegated authentication and authorization ask the apiserver the
 	// approver talks to, unless told otherwise (the CCM needs
@@ -123,20 +127,48 @@ func runWithClient(ctx context.Context, cfg Config, client kubernetes.Interface,
 	}
 	controller.Store(c)
 
+	run := c.Run
+	if b := cfg.CABundle; b.Enabled() {
+		if b.Dir == "" {
+			b.Dir = cfg.SignWithCADir
+		}
+		if cfg.Dynamic == nil && b.ClusterTrustBundleName != "" {
+			logger.Info("No dynamic client: publishing the kubelet-serving CA bundle as a ConfigMap only")
+			b.ClusterTrustBundleName = ""
+		}
+		run = withCABundlePublisher(newCABundlePublisher(client, cfg.Dynamic, b), c.Run)
+	}
 	if !cfg.LeaderElection.Enabled {
 		leading.Store(true)
-		return c.Run(ctx)
+		return run(ctx)
 	}
-	return runLeading(ctx, client, cfg.LeaderElection, watchdog, &leading, c.Run, logger)
+	return runLeading(ctx, client, cfg.LeaderElection, watchdog, &leading, run, logger)
 }
 
-func newKubeClient(cfg Config) (kubernetes.Interface, error) {
+// withCABundlePublisher runs the publisher beside run, for as long as run
+// runs (the leader's term), and waits for it to stop.
+func withCABundlePublisher(p *caBundlePublisher, run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		err := run(ctx)
+		cancel()
+		<-done
+		return err
+	}
+}
+
+func newKubeClients(cfg Config) (kubernetes.Interface, dynamic.Interface, error) {
 	rc := cfg.RESTConfig
 	if rc == nil {
 		var err error
 		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %q: %w", cfg.Kubeconfig, err)
+			return nil, nil, fmt.Errorf("kubeconfig %q: %w", cfg.Kubeconfig, err)
 		}
 	}
 	rc = rest.CopyConfig(rc)
@@ -150,9 +182,13 @@ func newKubeClient(cfg Config) (kubernetes.Interface, error) {
 	rc.UserAgent = "stackward-approver/" + version.Version
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return client, nil
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return client, dyn, nil
 }
 
 // runLeading decides CSRs only while this replica holds the Lease. Losing

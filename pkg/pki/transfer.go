@@ -25,27 +25,52 @@ const (
 // (keys kubelet-serving-ca.crt and kubelet-serving-ca.key). kubeadm's
 // certificate upload carries a fixed list of kubeadm's own files, so the
 // kubelet-serving CA needs a way of its own to every control-plane host.
-// The manifest holds the private key: keep it as carefully as the key file.
+// During a rotation the trust bundle (kubelet-serving-ca-bundle.crt, the
+// current and the next CA) is carried too: the approver publishes it to
+// the cluster's clients of kubelets. The manifest holds the private key:
+// keep it as carefully as the key file.
 func Export(dir string) ([]byte, error) {
-	ca, err := Load(dir)
+	return export(dir, CertFile, KeyFile, "")
+}
+
+// ExportNext is Export of the next CA of a rotation (stackward pki rotate),
+// under the same key names: applied, it makes the approver's built-in
+// signer sign with the next CA while the bundle keeps both trusted.
+func ExportNext(dir string) ([]byte, error) {
+	return export(dir, NextCertFile, NextKeyFile, " (the next CA of a rotation)")
+}
+
+func export(dir, certFile, keyFile, what string) ([]byte, error) {
+	ca, err := loadPair(filepath.Join(dir, certFile), filepath.Join(dir, keyFile))
 	if err != nil {
 		return nil, fmt.Errorf("pki export: %w", err)
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	keyPEM, err := os.ReadFile(filepath.Join(dir, keyFile))
 	if err != nil {
+		return nil, fmt.Errorf("pki export: %w", err)
+	}
+	data := map[string][]byte{CertFile: ca.CertPEM, KeyFile: keyPEM}
+	bundle, err := os.ReadFile(filepath.Join(dir, BundleFile))
+	switch {
+	case err == nil:
+		if _, err := parseCACerts(bundle); err != nil {
+			return nil, fmt.Errorf("pki export: %s: %w", filepath.Join(dir, BundleFile), err)
+		}
+		data[BundleFile] = bundle
+	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("pki export: %w", err)
 	}
 	s := corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: SecretNamespace},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{CertFile: ca.CertPEM, KeyFile: keyPEM},
+		Data:       data,
 	}
 	out, err := yaml.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("pki export: %w", err)
 	}
-	return append([]byte("# The kubelet-serving CA of "+dir+", private key included (stackward pki export).\n"), out...), nil
+	return append([]byte("# The kubelet-serving CA of "+dir+what+", private key included (stackward pki export).\n"), out...), nil
 }
 
 // ImportResult says what Import did.

@@ -44,6 +44,16 @@
     {{- range .Values.nodeDNSSuffixes }}
     - --dns-suffix={{ . }}
     {{- end }}
+    {{- with .Values.approver.caBundle }}
+    {{- if .enabled }}
+    # Publishes the kubelet-serving CA bundle while leading.
+    - --ca-bundle-dir=/etc/stackward-ca-bundle
+    - --ca-bundle-configmap={{ $.Release.Namespace }}/{{ .configMapName }}
+    {{- if not .clusterTrustBundle }}
+    - --ca-bundle-cluster-trust-bundle=
+    {{- end }}
+    {{- end }}
+    {{- end }}
     - --kube-api-qps={{ .Values.approver.kubeAPIQPS }}
     - --kube-api-burst={{ .Values.approver.kubeAPIBurst }}
     - --leader-elect={{ $le.enabled }}
@@ -108,14 +118,19 @@
       mountPath: /etc/stackward-signer
       readOnly: true
     {{- end }}
+    {{- if .Values.approver.caBundle.enabled }}
+    - name: ca-bundle
+      mountPath: /etc/stackward-ca-bundle
+      readOnly: true
+    {{- end }}
     {{- with concat (.Values.extraVolumeMounts | default list) (.Values.approver.extraVolumeMounts | default list) }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
 
 {{/* The approver's volumes other than its credentials and the CCM's
-cloud.conf: its own cloud.conf and the signer's CA. Empty when it has
-neither. */}}
+cloud.conf: its own cloud.conf, the signer's CA and the certificates it
+publishes. Empty when it has none. */}}
 {{- define "stackward.approverVolumes" -}}
 {{- if .Values.approver.cloudConfig.existingSecret }}
 - name: approver-cloud-config
@@ -133,5 +148,20 @@ neither. */}}
         path: kubelet-serving-ca.crt
       - key: kubelet-serving-ca.key
         path: kubelet-serving-ca.key
+{{- end }}
+{{- if .Values.approver.caBundle.enabled }}
+{{- /* The certificates of the same Secret, never its key; optional, so
+the approver runs before the Secret exists (KCM signing) and publishes once
+it does. */}}
+- name: ca-bundle
+  secret:
+    secretName: {{ .Values.approver.signer.caSecret }}
+    defaultMode: 0444
+    optional: true
+    items:
+      - key: kubelet-serving-ca.crt
+        path: kubelet-serving-ca.crt
+      - key: kubelet-serving-ca-bundle.crt
+        path: kubelet-serving-ca-bundle.crt
 {{- end }}
 {{- end -}}
