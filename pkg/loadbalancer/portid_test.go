@@ -142,3 +142,30 @@ func TestAnExistingLoadBalancerKeepsItsPortWithoutARead(t *testing.T) {
 		}
 	}
 }
+
+// An amphora load balancer on a port the user brought leaves the port
+// without a device: a second Service (of any namespace) naming the same
+// port is refused by what Octavia lists on it, before anything is made,
+// so it can never report the first Service's floating IP as its own.
+func TestAPortAnotherLoadBalancerHasAsItsVIPIsRefused(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	m.ProjectID = testProject
+	net.ports = map[string]*Port{"port-free": {ID: "port-free", ProjectID: testProject}}
+	first := service(func(s *corev1.Service) { s.Annotations[AnnotationPortID] = "port-free" })
+	st := converge(t, m, oct, first, nodes("10.0.0.1"))
+	second := service(inNamespace("other"), func(s *corev1.Service) { s.Annotations[AnnotationPortID] = "port-free" })
+	oct.resetCalls()
+	fips := len(net.fips)
+	_, err := m.Ensure(context.Background(), "lab", second, nodes("10.0.0.1"))
+	var iae *InvalidAnnotationError
+	if !errors.As(err, &iae) || iae.Annotation != AnnotationPortID || !strings.Contains(iae.Reason, "VIP port of load balancer") {
+		t.Fatalf("Ensure of the second Service: %v, want a refusal naming %s and the load balancer", err, AnnotationPortID)
+	}
+	if w := oct.writes(); len(w) != 0 || len(net.fips) != fips || len(oct.lbs) != 1 {
+		t.Errorf("writes %v, %d floating IPs, %d load balancers: want nothing made", w, len(net.fips), len(oct.lbs))
+	}
+	if got, _, err := m.Get(context.Background(), "lab", first); err != nil || got.Ingress[0].IP != st.Ingress[0].IP {
+		t.Errorf("the first Service's address %v (%v), want %v still", got, err, st.Ingress)
+	}
+}
