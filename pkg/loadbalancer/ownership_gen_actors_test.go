@@ -196,9 +196,12 @@ func (c *cloud) makeFIP(t *testing.T, portID, desc string) floatingips.FloatingI
 }
 
 // settle waits until no load balancer is PENDING_*, so that a snapshot
-// shows what the last step did, not a half-applied change.
+// shows what the last step did, not a half-applied change. The simulator
+// settles in milliseconds; the bound is for a starved machine (a long run
+// beside the e2e suite took 27 s for one seed).
 func (c *cloud) settle() error {
-	deadline := time.Now().Add(5 * time.Second)
+	const bound = 30 * time.Second
+	deadline := time.Now().Add(bound)
 	for {
 		pages, err := loadbalancers.List(c.octavia, loadbalancers.ListOpts{}).AllPages(context.Background())
 		if err != nil {
@@ -212,7 +215,7 @@ func (c *cloud) settle() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("load balancers still PENDING after 5s")
+			return fmt.Errorf("load balancers still PENDING after %s", bound)
 		}
 		time.Sleep(3 * time.Millisecond)
 	}
