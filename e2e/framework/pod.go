@@ -13,6 +13,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -125,11 +126,31 @@ func podVolumes(ctx context.Context, t *testing.T, cp *ControlPlane, ns string, 
 		dir := t.TempDir()
 		if v.Secret != nil {
 			s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-			if err != nil {
+			switch {
+			case apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional:
+				s = &corev1.Secret{} // the kubelet mounts an optional missing Secret empty
+			case err != nil:
 				t.Fatalf("volume %s: %v", v.Name, err)
 			}
-			for k, data := range s.Data {
-				if err := os.WriteFile(filepath.Join(dir, k), data, 0o440); err != nil {
+			// With items only those keys appear, at their paths (a missing
+			// key of an optional Secret is left out, as the kubelet does).
+			files := map[string]string{}
+			for k := range s.Data {
+				files[k] = k
+			}
+			if len(v.Secret.Items) > 0 {
+				files = map[string]string{}
+				for _, it := range v.Secret.Items {
+					if _, ok := s.Data[it.Key]; ok {
+						files[it.Key] = it.Path
+					}
+				}
+			}
+			for k, path := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o750); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, path), s.Data[k], 0o440); err != nil {
 					t.Fatal(err)
 				}
 			}
