@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/stackward/stackward/internal/cloudsim"
@@ -105,22 +106,7 @@ func TestOVNRemovedMonitorComesBackAfterARestart(t *testing.T) {
 	svc := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: lbID})
 	ctx, nodes := context.Background(), simNodes("10.0.0.11", "10.0.0.12")
 
-	removed := false
-	for range 20 {
-		_, err := env.m.Ensure(ctx, "lab", svc, nodes)
-		var re *api.RetryError
-		if !errors.As(err, &re) {
-			t.Fatalf("Ensure before the monitor went: %v", err)
-		}
-		if loadbalancer.ProgressReason(err.Error()) == loadbalancer.ReasonRecreatingMonitors {
-			removed = true
-			break
-		}
-		time.Sleep(re.RetryAfter())
-	}
-	if !removed {
-		t.Fatal("the monitor in the TCP listener's way was never removed")
-	}
+	syncUntilMonitorRemoved(t, env, svc, nodes)
 	waitActive(t, env, lbID)
 	if tags, mon := poolMonitor(t, env, poolID); mon != nil {
 		t.Fatalf("pool %s still has monitor %s (tags %q)", poolID, mon.ID, tags)
@@ -222,25 +208,29 @@ func TestOVNRemovedMonitorComesBackWhenTheServiceLeavesFirst(t *testing.T) {
 	env.m.Config.LBProvider = loadbalancer.ProviderOVN
 	lbID, poolID := outsideOVNLB(t, env)
 	svc := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: lbID})
-	ctx, nodes := context.Background(), simNodes("10.0.0.11", "10.0.0.12")
-	removed := false
+	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	syncUntilMonitorRemoved(t, env, svc, nodes)
+	waitActive(t, env, lbID)
+	deleteUntilDone(t, env.m, svc)
+	waitActive(t, env, lbID)
+	checkRestored(t, env, poolID, true)
+}
+
+// syncUntilMonitorRemoved syncs svc until the sync that removed the
+// monitor in its TCP listener's way (ReasonRecreatingMonitors), failing
+// the test after 20 syncs.
+func syncUntilMonitorRemoved(t *testing.T, env simEnv, svc *corev1.Service, nodes []*corev1.Node) {
+	t.Helper()
 	for range 20 {
-		_, err := env.m.Ensure(ctx, "lab", svc, nodes)
+		_, err := env.m.Ensure(context.Background(), "lab", svc, nodes)
 		var re *api.RetryError
 		if !errors.As(err, &re) {
 			t.Fatalf("Ensure before the monitor went: %v", err)
 		}
 		if loadbalancer.ProgressReason(err.Error()) == loadbalancer.ReasonRecreatingMonitors {
-			removed = true
-			break
+			return
 		}
 		time.Sleep(re.RetryAfter())
 	}
-	if !removed {
-		t.Fatal("the monitor in the TCP listener's way was never removed")
-	}
-	waitActive(t, env, lbID)
-	deleteUntilDone(t, env.m, svc)
-	waitActive(t, env, lbID)
-	checkRestored(t, env, poolID, true)
+	t.Fatal("the monitor in the TCP listener's way was never removed")
 }
