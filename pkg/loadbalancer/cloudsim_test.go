@@ -69,19 +69,27 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.
 	return env
 }
 
-// connectSim builds the real adapters and a Manager on a started
-// simulator, with the raw Octavia and Neutron clients tests read back with.
-func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
+// simClients are the real clients, as the simulator's user demo, with the
+// given HTTP timeout and one retry.
+func simClients(t testing.TB, authURL string, timeout time.Duration) *openstack.Clients {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.Global = config.Global{AuthURL: authURL, Username: "demo", Password: "secret", TenantName: "demo", DomainName: "Default"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{HTTPTimeout: 5 * time.Second,
+	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{HTTPTimeout: timeout,
 		Retry: openstack.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clients
+}
+
+// connectSim builds the real adapters and a Manager on a started
+// simulator, with the raw Octavia and Neutron clients tests read back with.
+func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
+	t.Helper()
+	clients := simClients(t, authURL, 5*time.Second)
 	oct, err := openstack.NewOctavia(clients)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +104,7 @@ func connectSim(t testing.TB, sim *cloudsim.Sim, authURL string) simEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: cfg.LoadBalancer,
+	m := &loadbalancer.Manager{Octavia: oct, Neutron: net, Config: config.Defaults().LoadBalancer,
 		ClusterUID: func(context.Context) (string, error) { return "uid-1", nil }}
 	return simEnv{m: m, sim: sim, octavia: raw, neutron: rawNet, net: net, clients: clients}
 }

@@ -82,16 +82,10 @@ func startCloud(t *testing.T) *cloud {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	cfg := config.Defaults()
-	cfg.Global = config.Global{AuthURL: authURL, Username: "demo", Password: "secret", TenantName: "demo", DomainName: "Default"}
+	// A short HTTP timeout: an injected hang costs a second, not five.
+	clients := simClients(t, authURL, 700*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// A short HTTP timeout: an injected hang costs a second, not five.
-	clients, err := openstack.NewClients(ctx, cfg, openstack.ClientOptions{HTTPTimeout: 700 * time.Millisecond,
-		Retry: openstack.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &cloud{sim: sim, net: clients.Neutron, servers: map[string]string{}, serverPort: map[string]string{}}
 	if c.oct, err = openstack.NewOctavia(clients); err != nil {
 		t.Fatal(err)
