@@ -166,12 +166,22 @@ func (m *Manager) fromUpstream(ctx context.Context, id Identity, svc *corev1.Ser
 	if !m.Config.AdoptUpstream {
 		return nil, nil
 	}
-	ref := refOf(svc)
-	name := upstreamLoadBalancerName(id.ClusterName, ref)
+	name := upstreamLoadBalancerName(id.ClusterName, refOf(svc))
 	found, err := m.Octavia.FindLoadBalancers(ctx, name, "")
 	if err != nil {
 		return nil, fmt.Errorf("look for the upstream CCM's load balancer %q: %w", name, err)
 	}
+	return m.upstreamAmong(ctx, id, svc, use, found)
+}
+
+// upstreamAmong is fromUpstream given the load balancers of upstream's
+// name for the Service, however they were listed.
+func (m *Manager) upstreamAmong(ctx context.Context, id Identity, svc *corev1.Service, use lookup, found []LoadBalancer) (*LoadBalancer, error) {
+	if !m.Config.AdoptUpstream {
+		return nil, nil
+	}
+	ref := refOf(svc)
+	name := upstreamLoadBalancerName(id.ClusterName, ref)
 	logger := klog.FromContext(ctx).WithValues("service", ref.String(), "loadBalancer", name)
 	published := ingressAddresses(svc)
 	var cands []upstreamCandidate

@@ -19,6 +19,8 @@ type Octavia interface {
 	// FindLoadBalancers lists the load balancers with exactly this name
 	// that carry tag.
 	FindLoadBalancers(ctx context.Context, name, tag string) ([]LoadBalancer, error)
+	// ListLoadBalancers lists the load balancers that carry tag.
+	ListLoadBalancers(ctx context.Context, tag string) ([]LoadBalancer, error)
 	// LoadBalancersOnPort lists the load balancers whose VIP is the port.
 	LoadBalancersOnPort(ctx context.Context, portID string) ([]LoadBalancer, error)
 	// CreateLoadBalancer creates the whole tree in one fully populated call.

@@ -74,3 +74,10 @@ func ProgressReason(msg string) string {
 	}
 	return ""
 }
+
+// waiting is notReady for a Service that waits for Octavia (watch.go): its
+// message does not name the delay, which changes at every look, so that the
+// Events of one wait fold into one with a count.
+func waiting(d time.Duration, reason, format string, args ...any) error {
+	return api.NewRetryError(fmt.Sprintf(format, args...)+progressMarker+reason+"; checking again as it settles)", d)
+}

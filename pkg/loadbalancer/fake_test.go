@@ -124,6 +124,21 @@ func (f *fakeOctavia) FindLoadBalancers(_ context.Context, name, tag string) ([]
 	return out, nil
 }
 
+func (f *fakeOctavia) ListLoadBalancers(_ context.Context, tag string) ([]LoadBalancer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("list_loadbalancers"); err != nil {
+		return nil, err
+	}
+	var out []LoadBalancer
+	for _, l := range f.lbs {
+		if slices.Contains(l.lb.Tags, tag) {
+			out = append(out, l.lb)
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeOctavia) LoadBalancersOnPort(_ context.Context, portID string) ([]LoadBalancer, error) {
 	if err := f.call("list_loadbalancers"); err != nil {
 		return nil, err

@@ -18,8 +18,9 @@ import (
 	"github.com/stackward/stackward/pkg/config"
 )
 
-// DefaultRequeue is how soon a Service whose load balancer is busy
-// (PENDING_*) or has more changes queued is looked at again.
+// DefaultRequeue is the longest a Service whose load balancer is busy
+// (PENDING_*) waits before it is looked at again (watch.go rechecks sooner
+// after a change), and how soon other in-progress steps come back.
 const DefaultRequeue = 5 * time.Second
 
 // Manager orchestrates the Octavia load balancers of Services. It never
@@ -55,6 +56,9 @@ type Manager struct {
 	// failedCreates are the OVN provider's listener creates that failed
 	// after monitors were removed for them (ovnmonitors.go).
 	failedCreates failedCreates
+	// busy records the Services waiting for Octavia and shares one view
+	// of their load balancers (watch.go).
+	busy busyWatch
 }
 
 func (m *Manager) requeue() time.Duration {
@@ -86,18 +90,28 @@ func refOf(svc *corev1.Service) ServiceRef {
 // them.
 func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, use lookup) (*LoadBalancer, error) {
 	name := LoadBalancerName(id.ClusterName, refOf(svc))
-	found, err := m.Octavia.FindLoadBalancers(ctx, name, ClusterTag(id.ClusterUID))
+	// When the upstream CCM would have used the same name, one list of
+	// that name serves both lookups: ours carry the cluster's tag.
+	tag, both := ClusterTag(id.ClusterUID), m.Config.AdoptUpstream && name == upstreamLoadBalancerName(id.ClusterName, refOf(svc))
+	filter := tag
+	if both {
+		filter = ""
+	}
+	found, err := m.Octavia.FindLoadBalancers(ctx, name, filter)
 	if err != nil {
 		return nil, fmt.Errorf("find load balancer %q: %w", name, err)
 	}
 	var lbs []LoadBalancer
 	for _, lb := range found {
-		if lb.ProvisioningStatus != StatusPendingDelete {
+		if lb.ProvisioningStatus != StatusPendingDelete && slices.Contains(lb.Tags, tag) {
 			lbs = append(lbs, lb)
 		}
 	}
 	if len(lbs) == 0 {
-		return m.fromUpstream(ctx, id, svc, use) // adopt.go
+		if both {
+			return m.upstreamAmong(ctx, id, svc, use, found) // adopt.go
+		}
+		return m.fromUpstream(ctx, id, svc, use)
 	}
 	slices.SortFunc(lbs, func(a, b LoadBalancer) int {
 		if ae, be := a.ProvisioningStatus == StatusError, b.ProvisioningStatus == StatusError; ae != be {
@@ -198,6 +212,9 @@ func waitForAddresses(nodes []*corev1.Node, d time.Duration) error {
 // the floating IP when this cluster allocated it and the Service does not
 // ask to keep it. A floating IP the user brought is only detached.
 func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Service) error {
+	if err := m.stillBusy(ctx, svc); err != nil {
+		return err // waiting for Octavia, known without a call of its own (watch.go)
+	}
 	id, err := m.identity(ctx, clusterName)
 	if err != nil {
 		return err
@@ -206,6 +223,19 @@ func (m *Manager) Delete(ctx context.Context, clusterName string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
+	lb := r.own
+	if r.shared != nil && r.refused == nil {
+		lb = r.shared
+	}
+	if err := m.remove(ctx, id, svc, r); err != nil {
+		return m.watchBusy(svc, id, lb, err)
+	}
+	m.forget(svc)
+	return nil
+}
+
+// remove is Delete once the Service's route is known.
+func (m *Manager) remove(ctx context.Context, id Identity, svc *corev1.Service, r route) error {
 	if r.shared != nil && r.refused == nil {
 		return m.deleteShared(ctx, id, svc, r.shared)
 	}

@@ -61,6 +61,12 @@ func TestCreateIsOneCallAndTheServiceComesBackWhenActive(t *testing.T) {
 	if w := oct.writes(); len(w) != 0 {
 		t.Errorf("an unchanged Service made writes %v", w)
 	}
+	// The first sync after the wait read the shared view (watch.go) too.
+	oct.resetCalls()
+	net.calls = nil
+	if _, err := m.Ensure(ctx, "lab", svc, nodes("10.0.0.1", "10.0.0.2")); err != nil {
+		t.Fatal(err)
+	}
 	if reads := len(oct.calls) + len(net.calls); reads != 3 {
 		t.Errorf("a steady-state sync made %d calls (%v %v), want 3: find, tree, floating IP", reads, oct.calls, net.calls)
 	}

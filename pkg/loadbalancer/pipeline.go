@@ -68,14 +68,25 @@ func (t *target) what() string {
 }
 
 func (m *Manager) sync(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, mode syncMode) (*corev1.LoadBalancerStatus, error) {
+	if err := m.stillBusy(ctx, svc); err != nil {
+		return nil, err // waiting for Octavia, known without a call of its own (watch.go)
+	}
 	id, t, err := m.prepare(ctx, clusterName, svc, nodes, mode)
 	if err != nil {
 		return nil, err
 	}
-	lb, spec := t.lb, t.spec
-	if lb == nil {
+	if t.lb == nil {
 		return nil, m.create(ctx, id, svc, t)
 	}
+	st, err := m.apply(ctx, clusterName, id, svc, nodes, mode, t)
+	return st, m.watchBusy(svc, id, t.lb, err)
+}
+
+// apply brings a prepared target's load balancer one change closer to the
+// spec and, once it is there, finishes: node addresses, security group,
+// status.
+func (m *Manager) apply(ctx context.Context, clusterName string, id Identity, svc *corev1.Service, nodes []*corev1.Node, mode syncMode, t *target) (*corev1.LoadBalancerStatus, error) {
+	lb, spec := t.lb, t.spec
 	if lb.ProvisioningStatus == StatusError {
 		return nil, m.recreate(ctx, lb, spec)
 	}
@@ -84,6 +95,7 @@ func (m *Manager) sync(ctx context.Context, clusterName string, svc *corev1.Serv
 		if err := checkImmutable(lb, spec); err != nil {
 			return nil, err
 		}
+		var err error
 		if fips, err = m.ensureFloatingIP(ctx, id, svc, t.o, lb); err != nil {
 			return nil, err
 		}
@@ -149,7 +161,7 @@ func (m *Manager) prepare(ctx context.Context, clusterName string, svc *corev1.S
 				return id, nil, fmt.Errorf("shared load balancer %s (%s): %w", lb.Name, lb.ID, ErrProvisioningError)
 			}
 		default:
-			return id, nil, notReady(m.requeue(), ReasonWaitingForOctavia, "%s %s (%s) is %s", t.what(), lb.Name, lb.ID, lb.ProvisioningStatus)
+			return id, nil, m.waitFor(svc, id, lb, ReasonWaitingForOctavia, "%s %s (%s) is %s", t.what(), lb.Name, lb.ID, lb.ProvisioningStatus)
 		}
 	}
 	if t.o, err = m.forProvider(svc, o, t.lb); err != nil {
@@ -181,7 +193,7 @@ func (m *Manager) create(ctx context.Context, id Identity, svc *corev1.Service, 
 	if _, err := m.ensureFloatingIP(ctx, id, svc, t.o, lb); err != nil {
 		return err
 	}
-	return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
+	return m.waitFor(svc, id, lb, ReasonWaitingForOctavia, "load balancer %s (%s) is %s", spec.Name, lb.ID, lb.ProvisioningStatus)
 }
 
 // applyNext reads the tree, keeps the Service's tags on the load balancer

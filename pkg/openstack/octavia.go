@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
@@ -51,6 +52,26 @@ func (o *Octavia) FindLoadBalancers(ctx context.Context, name, tag string) ([]Lo
 	out := make([]LoadBalancer, 0, len(list))
 	for _, lb := range list {
 		if lb.Name == name { // the name filter is exact in Octavia; be sure
+			out = append(out, toLoadBalancer(&lb))
+		}
+	}
+	return out, nil
+}
+
+// ListLoadBalancers lists the load balancers that carry tag: one cluster's,
+// whose states one call reads for every Service waiting on them.
+func (o *Octavia) ListLoadBalancers(ctx context.Context, tag string) ([]LoadBalancer, error) {
+	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
+		func() pagination.Pager {
+			return loadbalancers.List(o.client, loadbalancers.ListOpts{Tags: []string{tag}})
+		},
+		loadbalancers.ExtractLoadBalancers)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LoadBalancer, 0, len(list))
+	for _, lb := range list {
+		if slices.Contains(lb.Tags, tag) { // the filter is exact in Octavia; be sure
 			out = append(out, toLoadBalancer(&lb))
 		}
 	}
