@@ -21,7 +21,8 @@ const usage = `stackward: operator tools for Stackward, the OpenStack cloud prov
 Commands:
   doctor    list nodes the cloud provider has not initialized or that are not
             Ready, kubelet serving certificate requests left pending, denied or
-            never signed, what the cloud says about each such node, and what to do
+            never signed, what the cloud says about each such node, load
+            balancers Octavia has left PENDING_*, and what to do
   pki       the kubelet-serving CA: init (before kubeadm init), export and
             import (to further control-plane hosts), rotate
   version   print the version
@@ -65,6 +66,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Output, "o", doctor.OutputText, "Output: text or json.")
 	fs.DurationVar(&cfg.Timeout, "timeout", time.Minute, "Give up after this long.")
 	fs.StringVar(&cfg.ServingCAFile, "serving-ca", doctor.DefaultServingCAFile, "The kubelet-serving CA certificate whose expiry to check (the chart signer's Secret is checked too when it exists).")
+	fs.DurationVar(&cfg.StuckAfter, "lb-stuck-after", doctor.DefaultStuckAfter, "A load balancer of the cluster PENDING_* for this long is a finding (as stackward-ccm's --lb-stuck-after); needs --cloud-config.")
 	fs.DurationVar(&cfg.CAExpiryWarning, "ca-expiry-warning", doctor.DefaultCAExpiryWarning, "A kubelet-serving CA expiring within this is a finding (stackward pki rotate).")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stackward doctor [flags]\n\nExit status: 0 nothing to fix, 1 findings, 2 could not diagnose.\n\nFlags:")

@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -302,4 +303,23 @@ func (s *Sim) removeLB(lb *lbObj) {
 		s.state.deletePort(p.ID)
 	}
 	o.lbs.del(lb.ID)
+}
+
+// MarkLoadBalancerError is what an OpenStack admin does for a load
+// balancer stuck PENDING_* after its octavia-worker died mid-change:
+// Octavia's API has no call for it, the admin sets provisioning_status to
+// ERROR in Octavia's database. The load balancer and its pending objects
+// become ERROR, as a failed change leaves them.
+func (s *Sim) MarkLoadBalancerError(id string) error {
+	s.mu.Lock()
+	lb, ok := s.state.lb.lbs.get(id)
+	if ok {
+		lb.wedged = false
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
+	}
+	s.finish(id, true)
+	return nil
 }

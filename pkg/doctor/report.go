@@ -78,6 +78,12 @@ type Report struct {
 	// this host, the chart signer's Secret) and when it expires.
 	ServingCA       []CAStatus `json:"servingCA,omitempty"`
 	CAExpiryWarning string     `json:"caExpiryWarning,omitempty"`
+
+	// StuckLoadBalancers are the cluster's load balancers Octavia has
+	// left PENDING_* for longer than StuckAfter; LoadBalancerError says
+	// why they could not be listed.
+	StuckLoadBalancers []StuckLoadBalancer `json:"stuckLoadBalancers,omitempty"`
+	LoadBalancerError  string              `json:"loadBalancerError,omitempty"`
 }
 
 // Findings counts the findings of every node.
@@ -91,7 +97,7 @@ func (r *Report) Findings() int {
 			n++
 		}
 	}
-	return n
+	return n + len(r.StuckLoadBalancers)
 }
 
 // Problem returns the entry of the named node, or nil.
@@ -159,9 +165,12 @@ func (v *CloudView) hasIP(ip string) bool {
 
 // Cloud is the cloud side of a diagnosis; nil Compute means none configured.
 type Cloud struct {
-	Compute   openstack.Compute
-	Region    string
-	Addresses nodeaddress.Options
+	Compute openstack.Compute
+	// LoadBalancers lists Octavia's load balancers; nil: the cloud has
+	// no load-balancer endpoint.
+	LoadBalancers LoadBalancerLister
+	Region        string
+	Addresses     nodeaddress.Options
 }
 
 // Inputs are the cluster's state at Now.

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,9 @@ type Config struct {
 	ServingCAFileSet bool
 	// CAExpiryWarning: a CA expiring within it is a finding.
 	CAExpiryWarning time.Duration
+	// StuckAfter: a load balancer PENDING_* for this long is a finding;
+	// zero means DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
 // Validate reports every problem at once, each naming its flag.
@@ -93,6 +97,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cloud != nil && cloud.LoadBalancers != nil {
+		r.StuckLoadBalancers, err = clusterStuckLoadBalancers(ctx, client, cloud.LoadBalancers, now(), cmp.Or(cfg.StuckAfter, DefaultStuckAfter))
+		if err != nil {
+			r.LoadBalancerError = err.Error()
+		}
+	}
 	r.CAExpiryWarning = cfg.CAExpiryWarning.String()
 	r.ServingCA = servingCAStatus(ctx, client, cfg.ServingCAFile, cfg.ServingCAFileSet, cfg.CAExpiryWarning, now())
 	if cloudErr != nil {
@@ -139,7 +149,11 @@ func buildCloud(ctx context.Context, path string) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config %s: %w", path, err)
 	}
-	return &Cloud{Compute: clients.Compute, Region: clients.Region, Addresses: nodeaddress.OptionsFromConfig(cc.Networking)}, nil
+	cloud := &Cloud{Compute: clients.Compute, Region: clients.Region, Addresses: nodeaddress.OptionsFromConfig(cc.Networking)}
+	if oct, err := openstack.NewOctavia(clients); err == nil { // no endpoint: no load balancers to list
+		cloud.LoadBalancers = oct
+	}
+	return cloud, nil
 }
 
 // WriteText renders the report for a terminal.
@@ -156,6 +170,16 @@ func WriteText(w io.Writer, r *Report) error {
 		if line := caLine(ca, threshold); line != "" {
 			ew.printf("%s\n", line)
 		}
+	}
+	if r.LoadBalancerError != "" {
+		ew.printf("Load balancers: not listed: %s\n", r.LoadBalancerError)
+	}
+	for _, lb := range r.StuckLoadBalancers {
+		ew.printf("\nload balancer %s (%s)", lb.Name, lb.ID)
+		if lb.Service != "" {
+			ew.printf("  Service %s", lb.Service)
+		}
+		ew.printf("\n  stuck %s since %s (%s)\n  hint: %s\n", lb.Status, lb.Since.UTC().Format(time.RFC3339), lb.Age, lb.Hint)
 	}
 	if len(r.Problems) == 0 && r.Findings() == 0 {
 		ew.printf("\nNo findings: every node is initialized and Ready, and no serving certificate request needs attention.\n")
@@ -237,4 +261,14 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// clusterStuckLoadBalancers is stuckLoadBalancers for the cluster whose
+// UID is its kube-system namespace's, as the CCM tags them.
+func clusterStuckLoadBalancers(ctx context.Context, client kubernetes.Interface, lbs LoadBalancerLister, now time.Time, after time.Duration) ([]StuckLoadBalancer, error) {
+	ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's UID (namespace kube-system): %w", err)
+	}
+	return stuckLoadBalancers(ctx, lbs, string(ns.UID), now, after)
 }

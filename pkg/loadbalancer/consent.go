@@ -74,6 +74,15 @@ func creatorOf(lb *LoadBalancer) ServiceRef {
 	return ServiceRef{}
 }
 
+// CreatorOf is the Service a load balancer of a cluster was made for, as
+// <namespace>/<name>; "" if its tags do not say (stackward doctor).
+func CreatorOf(lb *LoadBalancer) string {
+	if ref := creatorOf(lb); ref.Name != "" {
+		return ref.String()
+	}
+	return ""
+}
+
 // isUser says whether the Service is one of lb's users already.
 func isUser(lb *LoadBalancer, id Identity, svc *corev1.Service) bool {
 	return slices.Contains(lb.Tags, ownerTag(id.ClusterName, refOf(svc)))

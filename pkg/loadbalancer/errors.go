@@ -75,6 +75,27 @@ func ProgressReason(msg string) string {
 	return ""
 }
 
+// ReasonLoadBalancerStuck: the load balancer has been PENDING_* for longer
+// than StuckAfter (watch.go). A Warning, not progress.
+const ReasonLoadBalancerStuck = "LoadBalancerStuck"
+
+const stuckMarker = " (stuck: " + ReasonLoadBalancerStuck
+
+// stuckError asks the service controller to come back after d about a
+// stuck load balancer; StuckReason recognises its message.
+func stuckError(d time.Duration, format string, args ...any) error {
+	return api.NewRetryError(fmt.Sprintf(format, args...)+stuckMarker+"; checking again every "+d.String()+")", d)
+}
+
+// StuckReason returns ReasonLoadBalancerStuck when msg (an error message,
+// possibly wrapped) says a load balancer is stuck, "" otherwise.
+func StuckReason(msg string) string {
+	if strings.Contains(msg, stuckMarker+"; ") {
+		return ReasonLoadBalancerStuck
+	}
+	return ""
+}
+
 // waiting is notReady for a Service that waits for Octavia (watch.go): its
 // message does not name the delay, which changes at every look, so that the
 // Events of one wait fold into one with a count.

@@ -15,8 +15,11 @@ import (
 
 const testUID = "3f1c7a52-0000-4000-8000-000000000001"
 
+// newManager is a Manager over the fakes. Its syncs never wait inside the
+// call (SyncWait): the tests play the service controller's requeues and
+// move the fake's load balancers on themselves.
 func newManager(oct *fakeOctavia, net *fakeNeutron) *Manager {
-	return &Manager{Octavia: oct, Neutron: net, Config: config.Defaults().LoadBalancer,
+	return &Manager{Octavia: oct, Neutron: net, Config: config.Defaults().LoadBalancer, SyncWait: -1,
 		ClusterUID: func(context.Context) (string, error) { return testUID, nil }}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -68,6 +69,17 @@ func (t *target) what() string {
 }
 
 func (m *Manager) sync(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, mode syncMode) (*corev1.LoadBalancerStatus, error) {
+	deadline := time.Now().Add(m.syncWait())
+	for {
+		st, err := m.syncOnce(ctx, clusterName, svc, nodes, mode)
+		if !m.settledInSync(ctx, svc, err, deadline) {
+			return st, err
+		}
+	}
+}
+
+// syncOnce is one pass of sync: the next change, or the wait for Octavia.
+func (m *Manager) syncOnce(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, mode syncMode) (*corev1.LoadBalancerStatus, error) {
 	if err := m.stillBusy(ctx, svc); err != nil {
 		return nil, err // waiting for Octavia, known without a call of its own (watch.go)
 	}

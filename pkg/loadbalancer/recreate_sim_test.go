@@ -18,6 +18,7 @@ import (
 func TestAgainstTheSimulatorALoadBalancerInErrorIsRecreatedWithItsFloatingIP(t *testing.T) {
 	env := newSimEnv(t, 20*time.Millisecond)
 	env.m.Requeue = 20 * time.Millisecond
+	env.m.SyncWait = -1 // the first sync returns before Octavia fails the create
 	ctx := context.Background()
 	if err := env.sim.SetFault(cloudsim.FaultRule{Service: cloudsim.ServiceLoadBalancer, Operation: "provisioning", Times: 1}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/stackward/stackward/internal/cloudsim"
+	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
 // Eight Services created at once wait for Octavia together: while they
@@ -80,3 +81,83 @@ func TestServicesWaitingTogetherShareOneLookPerRecheck(t *testing.T) {
 	t.Logf("%d Services: %d rechecks at most, %d Octavia list calls, %.1f Octavia calls per Service", services, most, lists, float64(all)/services)
 }
 
+// A load balancer whose change Octavia never finishes (a dead
+// octavia-worker): after StuckAfter the Service's sync says it is stuck,
+// names it and what unblocks it, looks again only every 30 s, and the
+// Manager counts it; nothing is created beside it. Once an admin marks it
+// ERROR the next sync replaces it and keeps its floating IP.
+func TestAStuckLoadBalancerIsReportedThenReplacedOnceMarkedError(t *testing.T) {
+	env := newSimEnv(t, 0)
+	env.m.StuckAfter = time.Second
+	env.m.SyncWait = -1 // the syncs below are the service controller's
+	env.m.Requeue = 100 * time.Millisecond
+	ctx := context.Background()
+	if err := env.sim.SetFault(cloudsim.FaultRule{Service: cloudsim.ServiceLoadBalancer, Operation: "provisioning", Hang: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	for loadbalancer.StuckReason(errString(err)) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("never reported stuck; last: %v", err)
+		}
+		_, err = env.m.Ensure(ctx, "lab", svc, nodes)
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			t.Fatalf("Ensure: %v, want a RetryError while the load balancer is PENDING_CREATE", err)
+		}
+		if loadbalancer.StuckReason(err.Error()) == "" {
+			time.Sleep(min(re.RetryAfter(), 200*time.Millisecond))
+		}
+	}
+	stuck := onlyLB(t, env)
+	var re *api.RetryError
+	errors.As(err, &re)
+	for _, want := range []string{stuck.ID, "PENDING_CREATE", "octavia-worker", "ERROR"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("stuck message %q does not name %q", err, want)
+		}
+	}
+	if re.RetryAfter() < 30*time.Second {
+		t.Errorf("a stuck load balancer is looked at again after %s, want 30 s or more", re.RetryAfter())
+	}
+	if got := env.m.Stuck(); len(got) != 1 || got[0].ID != stuck.ID {
+		t.Errorf("Stuck() = %+v, want %s", got, stuck.ID)
+	}
+	fips, err := env.m.Neutron.FloatingIPs(ctx, stuck.VipPortID, "")
+	if err != nil || len(fips) != 1 {
+		t.Fatalf("floating IPs of the stuck VIP port: %v %v", fips, err)
+	}
+	env.sim.ResetCalls()
+	if _, err := env.m.Ensure(ctx, "lab", svc, nodes); loadbalancer.StuckReason(errString(err)) == "" {
+		t.Fatalf("Ensure on a stuck load balancer: %v", err)
+	}
+	if calls, writes := octaviaCalls(env.sim); calls > 1 || writes > 0 {
+		t.Errorf("a sync of a Service with a stuck load balancer made %d Octavia calls (%d writes), want the one list", calls, writes)
+	}
+
+	if err := env.sim.MarkLoadBalancerError(stuck.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // past the shared view's freshness
+	st := ensure(t, env.m, svc, nodes)
+	if len(st.Ingress) != 1 || st.Ingress[0].IP != fips[0].Address {
+		t.Errorf("ingress %v, want the floating IP %s kept", st.Ingress, fips[0].Address)
+	}
+	if lb := onlyLB(t, env); lb.ID == stuck.ID || lb.ProvisioningStatus != "ACTIVE" {
+		t.Errorf("load balancer %s is %s, want a new ACTIVE one", lb.ID, lb.ProvisioningStatus)
+	}
+	if got := env.m.Stuck(); len(got) != 0 {
+		t.Errorf("Stuck() = %+v after the replacement, want none", got)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -29,7 +29,7 @@ func TestRecheckIsSoonThenLessOften(t *testing.T) {
 func TestWaitingServiceFailsClosedWhenTheViewCannotBeRead(t *testing.T) {
 	oct, net := newFakeOctavia(), newFakeNeutron()
 	oct.settle = "PENDING_CREATE"
-	m := newManager(oct, net)
+	m := newManager(oct, net) // the rechecks below are the service controller's
 	svc := service()
 	svc.UID = "uid-web"
 	ctx := context.Background()
@@ -66,5 +66,45 @@ func TestWaitingServiceFailsClosedWhenTheViewCannotBeRead(t *testing.T) {
 	}
 	if n := len(oct.lbs); n != 1 {
 		t.Errorf("%d load balancers, want the one", n)
+	}
+}
+
+// A Service alone waiting for a quick Octavia goes through its steps in
+// one sync: the create, the wait inside the sync, the ingress.
+func TestAServiceAloneWaitsForAQuickOctaviaInsideItsSync(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	oct.settle = "PENDING_CREATE"
+	m := newManager(oct, net)
+	m.SyncWait = 0 // the default
+	svc := service()
+	svc.UID = "uid-web"
+	go func() {
+		for range 100 {
+			time.Sleep(20 * time.Millisecond)
+			oct.mu.Lock()
+			for _, l := range oct.lbs {
+				l.lb.ProvisioningStatus = StatusActive
+			}
+			oct.mu.Unlock()
+		}
+	}()
+	st, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1"))
+	if err != nil || len(st.Ingress) != 1 {
+		t.Fatalf("Ensure: %v %v, want the ingress from one sync", st, err)
+	}
+
+	// Another Service waiting: this one hands its worker back at once.
+	other := service()
+	other.Name, other.UID = "api", "uid-api"
+	oct.settle = "PENDING_CREATE"
+	m2 := newManager(oct, net)
+	m2.SyncWait = 0
+	m2.busy.waits = map[waitKey]*wait{waitKeyOf(svc): {lbID: "elsewhere", due: time.Now().Add(time.Second)}}
+	start := time.Now()
+	if _, err := m2.Ensure(context.Background(), "lab", other, nodes("10.0.0.1")); !isRetry(err) {
+		t.Fatalf("Ensure beside a waiting Service: %v, want a RetryError", err)
+	}
+	if took := time.Since(start); took > DefaultSyncWait/2 {
+		t.Errorf("Ensure beside a waiting Service held its worker %s", took)
 	}
 }

@@ -99,7 +99,7 @@ func (o *Octavia) LoadBalancersOnPort(ctx context.Context, portID string) ([]Loa
 func toLoadBalancer(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, Description: lb.Description, ProvisioningStatus: lb.ProvisioningStatus, VIPAddress: lb.VipAddress,
 		VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, VIPNetworkID: lb.VipNetworkID, FlavorID: lb.FlavorID,
-		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, AdditionalVIPs: toVIPs(lb.AdditionalVips),
+		AvailabilityZone: lb.AvailabilityZone, Tags: lb.Tags, CreatedAt: lb.CreatedAt, UpdatedAt: lb.UpdatedAt, AdditionalVIPs: toVIPs(lb.AdditionalVips),
 		Provider: lb.Provider}
 }
 

@@ -18,6 +18,9 @@ type LoadBalancer struct {
 	Provider  string
 	Tags      []string
 	CreatedAt time.Time
+	// UpdatedAt is Octavia's time of its last change; zero if none since
+	// it was created.
+	UpdatedAt time.Time
 }
 
 // Tree is what exists under a load balancer.

@@ -42,6 +42,9 @@ type Options struct {
 	// NodeCIDRMasks are kube-controller-manager's --node-cidr-mask-size
 	// values: a pod CIDR wider than its family's is never routed.
 	NodeCIDRMasks NodeCIDRMaskSizes
+	// LBStuckAfter is how long a load balancer may stay PENDING_* before
+	// it is reported stuck; zero means loadbalancer.DefaultStuckAfter.
+	LBStuckAfter time.Duration
 }
 
 // Cloud is the openstack cloudprovider.Interface.

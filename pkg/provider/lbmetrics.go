@@ -3,10 +3,13 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/cloud-provider/api"
+
+	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
 // Outcomes of one load balancer reconcile of a Service (the "outcome"
@@ -32,13 +35,16 @@ const (
 // one reconcile instead, so its durations are longer and its totals lower.
 type lbMetrics struct {
 	duration *prometheus.HistogramVec
+	// stuck counts the load balancers stuck in PENDING_* (watch.go).
+	stuck *stuckGauge
 	// upstream's series
 	upDuration        *prometheus.HistogramVec
 	upTotal, upErrors *prometheus.CounterVec
 }
 
-func newLBMetrics(reg prometheus.Registerer) (*lbMetrics, error) {
+func newLBMetrics(reg prometheus.Registerer, lbs *loadbalancer.Manager) (*lbMetrics, error) {
 	m := &lbMetrics{
+		stuck: newStuckGauge(),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "stackward_service_lb_reconcile_duration_seconds",
 			Help: "Time of one load balancer reconcile of a Service (operation ensure, update or delete), cloud calls and waits included, " +
@@ -76,7 +82,35 @@ func newLBMetrics(reg prometheus.Registerer) (*lbMetrics, error) {
 	if m.upErrors, err = registerOrReuse(reg, m.upErrors); err != nil {
 		return nil, err
 	}
+	if m.stuck, err = registerOrReuse(reg, m.stuck); err != nil {
+		return nil, err
+	}
+	m.stuck.manager.Store(lbs)
 	return m, nil
+}
+
+// stuckGauge is stackward_loadbalancers_stuck, read from the Manager at
+// each scrape. The Manager is swapped in, not captured, so that a CCM run
+// again in one process (tests) reports its own.
+type stuckGauge struct {
+	desc    *prometheus.Desc
+	manager atomic.Pointer[loadbalancer.Manager]
+}
+
+func newStuckGauge() *stuckGauge {
+	return &stuckGauge{desc: prometheus.NewDesc("stackward_loadbalancers_stuck",
+		"Load balancers that Services wait for and that have been PENDING_* for longer than --lb-stuck-after: Octavia stopped applying a change "+
+			"(each has a LoadBalancerStuck Warning Event on its Service, and stackward doctor lists them).", nil, nil)}
+}
+
+func (g *stuckGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *stuckGauge) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	if m := g.manager.Load(); m != nil {
+		n = len(m.Stuck())
+	}
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
 }
 
 // registerOrReuse registers c, or, when the CCM runs again in one process

@@ -31,7 +31,7 @@ func TestLoadBalancerReconcilesAreTimedByOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
-			m, err := newLBMetrics(reg)
+			m, err := newLBMetrics(reg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,11 +51,11 @@ func TestLoadBalancerReconcilesAreTimedByOutcome(t *testing.T) {
 // process (tests, the legacy registry) keeps one collector.
 func TestLoadBalancerMetricsSurviveASecondRun(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	first, err := newLBMetrics(reg)
+	first, err := newLBMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := newLBMetrics(reg)
+	second, err := newLBMetrics(reg, nil)
 	if err != nil {
 		t.Fatalf("second registration: %v", err)
 	}
@@ -95,7 +95,7 @@ func gathered(t *testing.T, reg *prometheus.Registry) string {
 // (here the apiserver cannot tell the cluster UID).
 func TestEveryLoadBalancerCallIsMeasured(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m, err := newLBMetrics(reg)
+	m, err := newLBMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestUpstreamReconcileMetricsAreExported(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
-			m, err := newLBMetrics(reg)
+			m, err := newLBMetrics(reg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

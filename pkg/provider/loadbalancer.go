@@ -77,7 +77,7 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	}
 	logger := klog.FromContext(ctx)
 	if cfg.LoadBalancer.Enabled {
-		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts)
+		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts, opts.LBStuckAfter)
 		if err != nil {
 			// Nodes and routes go on; each Service is told (nolb.go).
 			logger.Error(err, "Services of type LoadBalancer are not served")
@@ -194,7 +194,7 @@ type loadBalancers struct {
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
-func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube *kubeAccess, sopts ServiceOptions) (*loadBalancers, error) {
+func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube *kubeAccess, sopts ServiceOptions, stuckAfter time.Duration) (*loadBalancers, error) {
 	oct, err := openstack.NewOctavia(clients)
 	if err != nil {
 		return nil, err
@@ -203,11 +203,11 @@ func newLoadBalancers(cfg config.LoadBalancer, clients *openstack.Clients, kube 
 		return nil, errors.New("load balancers need a Neutron client")
 	}
 	m := &loadbalancer.Manager{Octavia: oct, Neutron: clients.Neutron, Config: cfg, ClusterUID: kube.clusterUID,
-		Annotate: kube.annotateService, Requeue: sopts.LBRequeue, ProjectID: clients.ProjectID}
+		Annotate: kube.annotateService, Requeue: sopts.LBRequeue, StuckAfter: stuckAfter, ProjectID: clients.ProjectID}
 	if cfg.ManageSecurityGroups {
 		m.SecurityGroups = clients.Neutron
 	}
-	metrics, err := newLBMetrics(sopts.Registerer)
+	metrics, err := newLBMetrics(sopts.Registerer, m)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/stackward/stackward/pkg/config"
+	"github.com/stackward/stackward/pkg/loadbalancer"
 	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/provider"
 	"github.com/stackward/stackward/pkg/version"
@@ -265,6 +266,9 @@ func addProviderFlags(fs *pflag.FlagSet, o *provider.Options) {
 		"kube-controller-manager's --node-cidr-mask-size-ipv4 (give the same value): the IPv4 node pod CIDR prefix length, single- or dual-stack. 0: 24.")
 	fs.IntVar(&o.NodeCIDRMasks.IPv6, "node-cidr-mask-size-ipv6", 0,
 		"kube-controller-manager's --node-cidr-mask-size-ipv6 (give the same value): the IPv6 node pod CIDR prefix length, single- or dual-stack. 0: 64.")
+	fs.DurationVar(&o.LBStuckAfter, "lb-stuck-after", loadbalancer.DefaultStuckAfter,
+		"How long a Service's load balancer may stay PENDING_* before it is reported stuck: a Warning Event LoadBalancerStuck on the Service\n"+
+			"naming it and what unblocks it, the stackward_loadbalancers_stuck metric, and stackward doctor. Nothing is created beside a stuck one.")
 	fs.DurationVar(&o.ServerCacheTTL, "server-cache-ttl", provider.DefaultServerCacheTTL,
 		"How long one servers/detail listing answers node lookups (initialization, address sync, lifecycle checks) for every node. A server missing from the listing is always asked of Nova directly.")
 }

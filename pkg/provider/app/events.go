@@ -142,10 +142,14 @@ const combinedPrefix = "(combined from similar events): "
 // classify returns the type, reason and message of an Event of the
 // service controller: a Normal Event with the progress reason (and the
 // message without the controller's "Error ..." prefix) for an in-progress
-// step, the Event as it is otherwise.
+// step, a Warning LoadBalancerStuck for a stuck load balancer, the Event
+// as it is otherwise.
 func classify(typ, reason, msg string) (string, string, string) {
-	progress := loadbalancer.ProgressReason(msg)
-	if progress == "" {
+	if stuck := loadbalancer.StuckReason(msg); stuck != "" {
+		typ, reason = corev1.EventTypeWarning, stuck
+	} else if progress := loadbalancer.ProgressReason(msg); progress != "" {
+		typ, reason = corev1.EventTypeNormal, progress
+	} else {
 		return typ, reason, msg
 	}
 	text, combined := strings.CutPrefix(msg, combinedPrefix)
@@ -162,5 +166,5 @@ func classify(typ, reason, msg string) (string, string, string) {
 	if combined {
 		text = combinedPrefix + text
 	}
-	return corev1.EventTypeNormal, progress, text
+	return typ, reason, text
 }
