@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/internal/cloudsim"
 )
 
 // octaviaCounter counts the requests Octavia's API has served so far, from
@@ -23,7 +24,7 @@ type octaviaCounter interface {
 // simOctavia counts the simulator's Octavia operations.
 type simOctavia struct{ cloud *framework.Cloud }
 
-func (s simOctavia) count(*testing.T) int { return SumCalls(s.cloud.Sim.Calls(), "loadbalancer.") }
+func (s simOctavia) count(*testing.T) int { return SumCalls(s.cloud.Sim.Calls(), cloudsim.ServiceLoadBalancer+".") }
 
 // octaviaAPILog counts the request lines octavia-api's WSGI server writes
 // to its log (hack/realcloud starts it with its output in
@@ -75,4 +76,3 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return c.base.RoundTrip(r)
 }
-
