@@ -139,7 +139,7 @@ func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 			if f.OctaviaCallsPerService >= 0 {
 				calls = fmt.Sprintf("%.1f", f.OctaviaCallsPerService)
 			}
-			table = append(table, fmt.Sprintf("| %s | %s | %d | %.1f s | %.1f s | %.1f s | %s |", cloud.Name(), ccm, n, f.FirstIngress, f.AllIngress, f.AllDeleted, calls))
+			table = append(table, fmt.Sprintf("| %s | %s | %d | %.2f s | %.2f s | %.2f s | %s |", cloud.Name(), ccm, n, f.FirstIngress, f.AllIngress, f.AllDeleted, calls))
 		}
 	}
 	put(t, "lb_versus_upstream_"+cloud.Name(), out)
