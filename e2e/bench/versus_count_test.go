@@ -24,7 +24,9 @@ type octaviaCounter interface {
 // simOctavia counts the simulator's Octavia operations.
 type simOctavia struct{ cloud *framework.Cloud }
 
-func (s simOctavia) count(*testing.T) int { return SumCalls(s.cloud.Sim.Calls(), cloudsim.ServiceLoadBalancer+".") }
+func (s simOctavia) count(*testing.T) int {
+	return SumCalls(s.cloud.Sim.Calls(), cloudsim.ServiceLoadBalancer+".")
+}
 
 // octaviaAPILog counts the request lines octavia-api's WSGI server writes
 // to its log (hack/realcloud starts it with its output in
