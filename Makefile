@@ -25,7 +25,7 @@ FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lab-tools lint bench demo fuzz soak ownership clean help images release realcloud realcloud-down
+.PHONY: all build test unit e2e tools lab-tools lint bench bench-versus demo fuzz soak ownership clean help images release realcloud realcloud-down
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -84,8 +84,14 @@ bench: lab-tools build ## Benchmarks on the simulator and a real apiserver: JSON
 	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench 'ServicesToActive|SharedLoadBalancer' -benchtime 1x ./pkg/loadbalancer/ | tee $(BIN)/bench-loadbalancer.txt
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_BENCH_REPORT=$(BIN)/bench.json \
 	  STACKWARD_BENCH_GOBENCH=$(BIN)/bench-loadbalancer.txt STACKWARD_BIN_DIR=$(BIN) \
-	  $(GO) test -count=1 -tags "e2e bench" -timeout 60m -run '^TestBench' -v ./e2e/bench/
+	  $(GO) test -count=1 -tags "e2e bench" -timeout 120m -run '^TestBench' -v ./e2e/bench/
 	@echo "report: $(BIN)/bench.json"
+
+bench-versus: lab-tools build ## Stackward beside the upstream CCM (LoadBalancer Services, node init): bin/bench-versus.json; STACKWARD_BENCH_CLOUDS=cloudsim is quick.
+	@mkdir -p $(BIN)
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_BENCH_REPORT=$(BIN)/bench-versus.json STACKWARD_BIN_DIR=$(BIN) \
+	  $(GO) test -count=1 -tags "e2e bench" -timeout 90m -run '^TestBench(VersusUpstream|NodeInitVersusUpstream)$$' -v ./e2e/bench/
+	@echo "report: $(BIN)/bench-versus.json"
 
 soak: lab-tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK=5m short): bin/soak.json and bin/soak.svg.
 	@mkdir -p $(BIN)

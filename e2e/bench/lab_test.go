@@ -23,7 +23,9 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-func TestMain(m *testing.M) { framework.Main(m) }
+// The upstream CCM is built (cached) before entering the lab: the versus
+// benchmarks run it beside Stackward.
+func TestMain(m *testing.M) { framework.UpstreamCCMMain(m) }
 
 var (
 	reportOnce sync.Once

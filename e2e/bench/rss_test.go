@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,17 +25,7 @@ import (
 // has initialized every node (goal: the CCM within 150 MiB at 5,000).
 func TestBenchProcessRSS(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	// `make bench` builds them first (make build); run alone, it builds them.
-	bin := os.Getenv("STACKWARD_BIN_DIR")
-	if bin == "" {
-		bin = t.TempDir()
-		build := exec.Command("go", "build", "-o", bin, "./cmd/stackward-ccm", "./cmd/stackward-approver")
-		build.Dir = framework.RepoRoot()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
-	}
+	bin := stackwardBinaries(t)
 	sa, err := cp.ApplyChartRBAC()
 	if err != nil {
 		t.Fatal(err)

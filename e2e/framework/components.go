@@ -38,20 +38,12 @@ func (cp *ControlPlane) RunCCM(ctx context.Context, cloudConf string, extra ...s
 // RunCCMWithRegistry is RunCCM with the CCM's metrics (its cloud calls
 // among them) on reg, for a test that counts them.
 func (cp *ControlPlane) RunCCMWithRegistry(ctx context.Context, cloudConf string, reg *prometheus.Registry, extra ...string) (stop func(), err error) {
-	sa, err := cp.ApplyChartRBAC()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, sa)
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "stackward-ccm-")
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
+	kubeconfig, err := cp.CCMKubeconfig(ctx, dir)
+	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--cloud-config=" + cloudConf}, CCMArgs...)
@@ -59,6 +51,25 @@ func (cp *ControlPlane) RunCCMWithRegistry(ctx context.Context, cloudConf string
 	return runInProcess("stackward-ccm", dir, ctx, func(ctx context.Context) error {
 		return app.Run(ctx, args, app.Options{Registerer: reg})
 	})
+}
+
+// CCMKubeconfig applies the chart's RBAC and writes dir/kubeconfig with a
+// token for the CCM's ServiceAccount, as the chart's pod would get it; it
+// returns the file's path. A benchmark does this before its timer starts.
+func (cp *ControlPlane) CCMKubeconfig(ctx context.Context, dir string) (string, error) {
+	sa, err := cp.ApplyChartRBAC()
+	if err != nil {
+		return "", err
+	}
+	cfg, err := cp.ServiceAccountConfig(ctx, ChartNamespace, sa)
+	if err != nil {
+		return "", err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
+		return "", err
+	}
+	return kubeconfig, nil
 }
 
 // StartCCM is RunCCM for the length of a test.

@@ -81,6 +81,14 @@ func UpstreamCCMDir(t testing.TB) string {
 // `helm uninstall` would stop its pod.
 func (cp *ControlPlane) StartUpstreamCCM(ctx context.Context, t testing.TB, cloudConf string, args ...string) *Process {
 	t.Helper()
+	return cp.StartUpstreamCCMAs(t, cp.UpstreamCCMKubeconfig(ctx, t), cloudConf, args...)
+}
+
+// UpstreamCCMKubeconfig applies the upstream release's RBAC, creates its
+// ServiceAccount and writes a kubeconfig with a token for it, so that a
+// benchmark can do all of this before its timer starts.
+func (cp *ControlPlane) UpstreamCCMKubeconfig(ctx context.Context, t testing.TB) string {
+	t.Helper()
 	dir := UpstreamCCMDir(t)
 	for _, m := range []string{"cloud-controller-manager-roles.yaml", "cloud-controller-manager-role-bindings.yaml"} {
 		data, err := os.ReadFile(filepath.Join(dir, m))
@@ -97,11 +105,18 @@ func (cp *ControlPlane) StartUpstreamCCM(ctx context.Context, t testing.TB, clou
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := t.TempDir()
-	kubeconfig := filepath.Join(work, "kubeconfig")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+// StartUpstreamCCMAs runs the upstream CCM with a kubeconfig from
+// UpstreamCCMKubeconfig (see StartUpstreamCCM).
+func (cp *ControlPlane) StartUpstreamCCMAs(t testing.TB, kubeconfig, cloudConf string, args ...string) *Process {
+	t.Helper()
+	bin := filepath.Join(UpstreamCCMDir(t), "openstack-cloud-controller-manager")
 	all := append([]string{"--kubeconfig=" + kubeconfig, "--cloud-provider=openstack", "--cloud-config=" + cloudConf}, args...)
-	return StartProcessForTest(t, work, "openstack-cloud-controller-manager", filepath.Join(dir, "openstack-cloud-controller-manager"), all...)
+	return StartProcessForTest(t, t.TempDir(), "openstack-cloud-controller-manager", bin, all...)
 }

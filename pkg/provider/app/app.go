@@ -90,18 +90,10 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 		logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	})
 
-	s, err := options.NewCloudControllerManagerOptions()
+	s, err := newControllerManagerOptions()
 	if err != nil {
-		return nil, fmt.Errorf("default controller manager options: %w", err)
+		return nil, err
 	}
-	// The only provider this binary has; the flag stays for compatibility
-	// with manifests written for other CCMs.
-	s.KubeCloudShared.CloudProvider.Name = provider.ProviderName
-	// Loopback rather than k8s.io/cloud-provider's 0.0.0.0: the CCM runs
-	// with hostNetwork, where every interface is the control-plane host's.
-	// The chart passes the pod's IP (--bind-address=$(POD_IP)) so that
-	// Prometheus can scrape it, behind delegated authorization.
-	s.SecureServing.BindAddress = netutils.ParseIPSloppy(DefaultBindAddress)
 
 	flags := cliflag.NamedFlagSets{}
 	popts := provider.Options{}
@@ -145,6 +137,30 @@ func NewCommand(ctx context.Context, opts Options) (*cobra.Command, error) {
 		return appRunE(cmd, args)
 	}
 	return cmd, nil
+}
+
+// newControllerManagerOptions are k8s.io/cloud-provider's options with
+// Stackward's defaults.
+func newControllerManagerOptions() (*options.CloudControllerManagerOptions, error) {
+	s, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		return nil, fmt.Errorf("default controller manager options: %w", err)
+	}
+	// The only provider this binary has; the flag stays for compatibility
+	// with manifests written for other CCMs.
+	s.KubeCloudShared.CloudProvider.Name = provider.ProviderName
+	// Loopback rather than k8s.io/cloud-provider's 0.0.0.0: the CCM runs
+	// with hostNetwork, where every interface is the control-plane host's.
+	// The chart passes the pod's IP (--bind-address=$(POD_IP)) so that
+	// Prometheus can scrape it, behind delegated authorization.
+	s.SecureServing.BindAddress = netutils.ParseIPSloppy(DefaultBindAddress)
+	// Stackward has no webhooks, so the webhook server never listens; but
+	// with its port set, k8s.io/cloud-provider still generates a
+	// self-signed CA and certificate for it at every start (two RSA keys:
+	// from 0.1 s to over 1 s of CPU before any controller starts, on the
+	// path of every node waiting to be initialized). Port 0 skips that.
+	s.WebhookServing.BindPort = 0
+	return s, nil
 }
 
 // moduleVersion is the version of a module linked into this binary, as Go

@@ -163,6 +163,29 @@ func TestSecurePortDefaultsToLoopback(t *testing.T) {
 	}
 }
 
+// TestNoCertificateIsGeneratedForTheUnusedWebhookServer: Stackward serves no
+// webhooks; a self-signed certificate for them would only delay every start
+// (and every node waiting for it) by the RSA key generation.
+func TestNoCertificateIsGeneratedForTheUnusedWebhookServer(t *testing.T) {
+	s, err := newControllerManagerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WebhookServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.WebhookServing.ServerCert.GeneratedCert != nil {
+		t.Error("a self-signed certificate was generated for the webhook server, which Stackward never runs")
+	}
+	cmd, err := NewCommand(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cmd.Flags().Lookup("webhook-secure-port"); f == nil || f.DefValue != "0" {
+		t.Errorf("--webhook-secure-port %+v, want the default 0 (no webhook server)", f)
+	}
+}
+
 // TestWorkqueueMetricsAreServed: the controllers' queues report to the
 // registry the secure port's /metrics serves (k8s.io/controller-manager
 // installs the workqueue metrics provider in this binary).

@@ -1,0 +1,256 @@
+//go:build e2e && bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stackward/stackward/e2e/framework"
+)
+
+// versusNodes is how many (hollow) nodes back every load balancer.
+const versusNodes = 3
+
+// versusConf is what both CCMs read beyond the lab's cloud.conf: the
+// amphora provider and health monitors on, as most production clusters run.
+const versusConf = "[LoadBalancer]\nlb-provider = amphora\ncreate-monitor = true\n"
+
+// TestBenchVersusUpstream runs the upstream openstack-cloud-controller-manager
+// (v1.36.0, as e2e/upstreamccm builds it) and then Stackward, never both at
+// once, on the same control plane, cloud and nodes, and times N Services of
+// type LoadBalancer created at once: to the first ingress, to every
+// ingress, and, deleted at once, until Octavia has none of their load
+// balancers and the Services are gone; and counts the Octavia requests per
+// Service. N is 1 and 8 on every cloud, and 32 on cloudsim.
+// STACKWARD_BENCH_CLOUDS chooses the clouds (default "cloudsim,openstack").
+func TestBenchVersusUpstream(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	for _, name := range benchClouds(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+			defer cancel()
+			var cloud framework.TestCloud
+			var octavia octaviaCounter
+			sizes := []int{1, 8}
+			switch name {
+			case "cloudsim":
+				c := framework.StartCloud(t, framework.CloudOptions{})
+				cloud, octavia = c.Backend(), simOctavia{c}
+				sizes = append(sizes, 32)
+			case "openstack":
+				rc := framework.StartRealCloud(t)
+				cloud, octavia = rc, octaviaAPILog{path: rc.Dir + "/log/octavia-api.log"}
+			}
+			versusOnCloud(ctx, t, cp, cloud, octavia, sizes)
+		})
+	}
+}
+
+// benchClouds is STACKWARD_BENCH_CLOUDS, checked.
+func benchClouds(t *testing.T) []string {
+	v := os.Getenv("STACKWARD_BENCH_CLOUDS")
+	if v == "" {
+		return []string{"cloudsim", "openstack"}
+	}
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		if c != "cloudsim" && c != "openstack" {
+			t.Fatalf("STACKWARD_BENCH_CLOUDS=%q: %q is neither cloudsim nor openstack", v, c)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// lbFigures are one batch's measurements.
+type lbFigures struct {
+	FirstIngress, AllIngress, AllDeleted float64 // seconds
+	// OctaviaCallsPerService is -1 when the cloud cannot count them.
+	OctaviaCallsPerService float64
+}
+
+func (f lbFigures) report() map[string]float64 {
+	out := map[string]float64{"first_ingress_seconds": f.FirstIngress, "all_ingress_seconds": f.AllIngress, "all_deleted_seconds": f.AllDeleted}
+	if f.OctaviaCallsPerService >= 0 {
+		out["octavia_calls_per_service"] = f.OctaviaCallsPerService
+	}
+	return out
+}
+
+// versusCCMs are the two CCMs in the order they run.
+var versusCCMs = []string{"upstream", "stackward"}
+
+func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, octavia octaviaCounter, sizes []int) {
+	conf := cloud.CloudConf(t, versusConf)
+	api := newLBWatcher(ctx, t, conf)
+	prefix := cloud.Name() + "-vs-"
+	for i := 1; i <= versusNodes; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		cloud.CreateServer(t, name, 200+i, "m1.small", "az-1")
+		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(200 + i)})
+	}
+	figures := map[string]map[int]lbFigures{}
+	for _, ccm := range versusCCMs {
+		stop := startVersusCCM(ctx, t, cp, ccm, conf)
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			return countInitialized(ctx, cp.Admin, prefix) == versusNodes, nil
+		}); err != nil {
+			t.Fatalf("%s: %d of %d nodes initialized: %v", ccm, countInitialized(ctx, cp.Admin, prefix), versusNodes, err)
+		}
+		// One Service round trip, not measured, so that both CCMs are
+		// measured warm (controllers started, token and clients ready).
+		lbBatch(ctx, t, cp, api, octavia, fmt.Sprintf("vs-%s-%s-warmup", cloud.Name(), ccm), 1)
+		figures[ccm] = map[int]lbFigures{}
+		for _, n := range sizes {
+			f := lbBatch(ctx, t, cp, api, octavia, fmt.Sprintf("vs-%s-%s-%d", cloud.Name(), ccm, n), n)
+			figures[ccm][n] = f
+			t.Logf("%s %s N=%d: %+v", cloud.Name(), ccm, n, f)
+		}
+		stop()
+	}
+	out := map[string]any{"nodes": versusNodes, "provider": "amphora", "health_monitors": true,
+		"upstream_version": "v1.36.0", "concurrent_service_syncs": 1}
+	var table []string
+	for _, n := range sizes {
+		up, sw := figures["upstream"][n], figures["stackward"][n]
+		ratios := map[string]float64{}
+		for k, u := range up.report() {
+			if s, ok := sw.report()[k]; ok && u > 0 {
+				ratios[k] = s / u
+			}
+		}
+		out[fmt.Sprintf("%d_services", n)] = map[string]any{"upstream": up.report(), "stackward": sw.report(), "stackward_over_upstream": ratios}
+		for _, ccm := range versusCCMs {
+			f := figures[ccm][n]
+			calls := "not counted"
+			if f.OctaviaCallsPerService >= 0 {
+				calls = fmt.Sprintf("%.1f", f.OctaviaCallsPerService)
+			}
+			table = append(table, fmt.Sprintf("| %s | %s | %d | %.2f s | %.2f s | %.2f s | %s |", cloud.Name(), ccm, n, f.FirstIngress, f.AllIngress, f.AllDeleted, calls))
+		}
+	}
+	put(t, "lb_versus_upstream_"+cloud.Name(), out)
+	t.Logf("\n| cloud | CCM | N | first ingress | all ingress | all deleted | Octavia calls/Service |\n|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+// startVersusCCM starts one of versusCCMs with the same cluster name,
+// cloud.conf and controller defaults; stop ends it and returns when it has.
+func startVersusCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ccm, conf string) (stop func()) {
+	switch ccm {
+	case "upstream":
+		p := cp.StartUpstreamCCM(ctx, t, conf, "--cluster-name=lab", "--leader-elect=false", "--secure-port=0",
+			"--use-service-account-credentials=false", "--node-monitor-period=2s")
+		return p.Stop
+	case "stackward":
+		stop, err := cp.RunCCM(ctx, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	t.Fatalf("unknown CCM %q", ccm)
+	return nil
+}
+
+// lbBatch creates n Services of type LoadBalancer in namespace ns at once,
+// waits for every ingress, deletes them at once and waits until Octavia
+// has no load balancer left and the Services are gone. The project must
+// have no load balancer when it starts (the previous batch left none).
+func lbBatch(ctx context.Context, t *testing.T, cp *framework.ControlPlane, api *lbWatcher, octavia octaviaCounter, ns string, n int) lbFigures {
+	t.Helper()
+	if left := api.live(ctx, t); left != 0 {
+		t.Fatalf("%s: %d load balancers are left from before", ns, left)
+	}
+	cp.CreateNamespace(ctx, t, ns)
+	callsBefore, ownBefore := octavia.count(t), api.requests.Load()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("lb-%02d", i+1)
+	}
+	start := time.Now()
+	parallel(t, n, n, func(i int) error {
+		_, err := cp.Admin.CoreV1().Services(ns).Create(ctx, framework.LBService(ns, names[i-1]), metav1.CreateOptions{})
+		return err
+	})
+	var f lbFigures
+	seen := map[string]bool{}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, s := range list.Items {
+			if len(s.Status.LoadBalancer.Ingress) > 0 && !seen[s.Name] {
+				seen[s.Name] = true
+				if len(seen) == 1 {
+					f.FirstIngress = time.Since(start).Seconds()
+				}
+			}
+		}
+		return len(seen) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %d of %d Services got an ingress: %v; events: %s", ns, len(seen), n, err, serviceEvents(ctx, cp, ns))
+	}
+	f.AllIngress = time.Since(start).Seconds()
+
+	start = time.Now()
+	parallel(t, n, n, func(i int) error {
+		return cp.Admin.CoreV1().Services(ns).Delete(ctx, names[i-1], metav1.DeleteOptions{})
+	})
+	servicesGone := false
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if !servicesGone {
+			list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+			servicesGone = err == nil && len(list.Items) == 0
+		}
+		return servicesGone && api.live(ctx, t) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: Services gone %t, load balancers left %d: %v; events: %s", ns, servicesGone, api.live(ctx, t), err, serviceEvents(ctx, cp, ns))
+	}
+	f.AllDeleted = time.Since(start).Seconds()
+	f.OctaviaCallsPerService = -1
+	if total := octavia.count(t); total >= 0 {
+		own := int(api.requests.Load() - ownBefore)
+		ccm := total - callsBefore - own
+		if ccm < 0 {
+			// Fewer than the bench's own: the log is not what it reads.
+			t.Logf("%s: Octavia counted %d requests in the batch, fewer than the bench's own %d: calls not counted", ns, total-callsBefore, own)
+		} else {
+			f.OctaviaCallsPerService = PerUnit(ccm, n)
+		}
+	}
+	if err := cp.Admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// live is how many load balancers the project has that are not DELETED.
+func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	pages, err := loadbalancers.List(w.api.Octavia, loadbalancers.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("list load balancers: %v", err)
+	}
+	all, err := loadbalancers.ExtractLoadBalancers(pages)
+	if err != nil {
+		t.Fatalf("list load balancers: %v", err)
+	}
+	return len(slices.DeleteFunc(all, func(lb loadbalancers.LoadBalancer) bool { return lb.ProvisioningStatus == "DELETED" }))
+}
