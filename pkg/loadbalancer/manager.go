@@ -108,6 +108,9 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, us
 		}
 	}
 	if len(lbs) == 0 {
+		if lb, err := m.underOldName(ctx, id, svc, use); lb != nil || err != nil {
+			return lb, err // rename.go
+		}
 		if both {
 			return m.upstreamAmong(ctx, id, svc, use, found) // adopt.go
 		}
