@@ -66,7 +66,7 @@ func renamingOf(id Identity, lb *LoadBalancer) (*renaming, error) {
 	old, ok := oldClusterName(lb, creator)
 	if !ok {
 		return nil, fmt.Errorf("%w %s (%s): it carries this cluster's UID tag and Service %s's tag, but its name says no cluster name "+
-			"(not %s<cluster-name>_%s_%s); rename it to %q by hand", ErrNotRenamed, lb.Name, lb.ID, creator, ownerPrefix, creator.Namespace, creator.Name, want)
+			"(not %s<cluster-name>_%s_%s, or shortened with a hash); rename it to %q by hand", ErrNotRenamed, lb.Name, lb.ID, creator, ownerPrefix, creator.Namespace, creator.Name, want)
 	}
 	r := &renaming{lb: lb, creator: creator, oldCluster: old, newCl: id.ClusterName, oldName: lb.Name, newName: want}
 	r.description = lb.Description
@@ -81,31 +81,15 @@ func renamingOf(id Identity, lb *LoadBalancer) (*renaming, error) {
 }
 
 // oldClusterName reads the cluster name from the name of creator's load
-// balancer: kube_service_<cluster>_<namespace>_<name>, or, when that was
-// shortened with a hash, the cluster its description names, if that gives
-// the very same name.
+// balancer, kube_service_<cluster>_<namespace>_<name>. A name shortened
+// with a hash (names.go's fit) no longer says it.
 func oldClusterName(lb *LoadBalancer, creator ServiceRef) (string, bool) {
-	if rest, ok := strings.CutPrefix(lb.Name, ownerPrefix); ok {
-		if old, ok := strings.CutSuffix(rest, "_"+creator.Namespace+"_"+creator.Name); ok && old != "" {
-			return old, true
-		}
+	rest, ok := strings.CutPrefix(lb.Name, ownerPrefix)
+	if !ok {
+		return "", false
 	}
-	for _, head := range []string{
-		fmt.Sprintf("Kubernetes Service %s of cluster ", creator), // ours
-		fmt.Sprintf("Kubernetes external service %s from cluster ", creator), // upstream's
-	} {
-		rest, ok := strings.CutPrefix(lb.Description, head)
-		if !ok {
-			continue
-		}
-		if i := strings.LastIndex(rest, " ("); i > 0 {
-			rest = rest[:i]
-		}
-		if rest != "" && LoadBalancerName(rest, creator) == lb.Name {
-			return rest, true
-		}
-	}
-	return "", false
+	old, ok := strings.CutSuffix(rest, "_"+creator.Namespace+"_"+creator.Name)
+	return old, ok && old != ""
 }
 
 // retag maps each Service tag of the old cluster name to the new one,
@@ -113,12 +97,7 @@ func oldClusterName(lb *LoadBalancer, creator ServiceRef) (string, bool) {
 func (r *renaming) retag(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if rest, ok := strings.CutPrefix(t, ownerPrefix+r.oldCluster+"_"); ok {
-			// Namespaces and Service names are DNS labels: no "_" in either.
-			if ns, name, ok := strings.Cut(rest, "_"); ok && ns != "" && name != "" && !strings.Contains(name, "_") {
-				t = ownerTag(r.newCl, ServiceRef{Namespace: ns, Name: name})
-			}
-		}
+		t = r.retagOne(t)
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
@@ -126,15 +105,36 @@ func (r *renaming) retag(tags []string) []string {
 	return out
 }
 
-// rechild is a child's name for the new load balancer name: its
-// <kind>_..._<load balancer name> tail replaced; a name that does not end
-// so (shortened, or someone else's choice) is left as it is.
-func (r *renaming) rechild(name string) string {
-	head, ok := strings.CutSuffix(name, "_"+r.oldName)
+// retagOne is kube_service_<new>_<namespace>_<name> for
+// kube_service_<old>_<namespace>_<name>, and t itself for anything else.
+func (r *renaming) retagOne(t string) string {
+	rest, ok := strings.CutPrefix(t, ownerPrefix+r.oldCluster+"_")
 	if !ok {
+		return t
+	}
+	// Namespaces and Service names are DNS labels: no "_" in either.
+	ns, name, ok := strings.Cut(rest, "_")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "_") {
+		return t
+	}
+	return ownerTag(r.newCl, ServiceRef{Namespace: ns, Name: name})
+}
+
+// rechild is a child's name for the new cluster name: names.go ends each
+// with the name of the load balancer of the Service it serves (the
+// creator's, or a sharer's own), kube_service_<cluster>_<namespace>_<name>,
+// and that tail gets the new cluster name. A name that does not end so
+// (shortened, or someone else's choice) is left as it is.
+func (r *renaming) rechild(name string) string {
+	i := strings.LastIndex(name, "_"+ownerPrefix+r.oldCluster+"_")
+	if i < 0 {
 		return name
 	}
-	return fit(head + "_" + r.newName)
+	tail := name[i+1:]
+	if t := r.retagOne(tail); t != tail {
+		return fit(name[:i] + "_" + t)
+	}
+	return name
 }
 
 // renameStep makes the next change of the rename: a listener (name and
