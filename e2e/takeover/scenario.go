@@ -7,7 +7,8 @@
 // floating IPs, security groups and routes; Stackward must keep every
 // address, create nothing new and leave behind on delete exactly what
 // upstream would have. Run is the scenario on any framework.TestCloud: this
-// package runs it on stackward-cloudsim, e2e/realcloud on real OpenStack.
+// package runs it on stackward-cloudsim, e2e/realcloud/loadbalancers on real
+// OpenStack.
 package takeover
 
 import (
