@@ -139,17 +139,18 @@ func (r *renaming) rechild(name string) string {
 
 // renameStep makes the next change of the rename: a listener (name and
 // Service tags), a pool or a monitor (name), or at last the load balancer
-// (name, description, tags). It returns a RetryError after each change;
-// the last one carries ReasonRenamed, which becomes the Service's Normal
-// Event.
-func (m *Manager) renameStep(ctx context.Context, svc *corev1.Service, r *renaming) error {
+// (name, description, tags). It returns a RetryError after each change,
+// a wait on the load balancer (watch.go) so the next step comes as soon as
+// Octavia has settled; the last one carries ReasonRenamed, which becomes
+// the Service's Normal Event.
+func (m *Manager) renameStep(ctx context.Context, id Identity, svc *corev1.Service, r *renaming) error {
 	lb := r.lb
 	switch lb.ProvisioningStatus {
 	case StatusActive:
 	case StatusError:
 		return fmt.Errorf("load balancer %s (%s) to rename for cluster name %q: %w", lb.Name, lb.ID, r.newCl, ErrProvisioningError)
 	default:
-		return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s), to be renamed %s, is %s", lb.Name, lb.ID, r.newName, lb.ProvisioningStatus)
+		return m.waitFor(svc, id, lb, ReasonWaitingForOctavia, "load balancer %s (%s), to be renamed %s, is %s", lb.Name, lb.ID, r.newName, lb.ProvisioningStatus)
 	}
 	unlock := m.lockTags(lb.ID) // Service tags change: shared.go's writers wait
 	defer unlock()
@@ -161,10 +162,10 @@ func (m *Manager) renameStep(ctx context.Context, svc *corev1.Service, r *renami
 	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "loadBalancer", lb.Name, "id", lb.ID, "newName", r.newName)
 	if len(steps) > 0 {
 		logger.Info("Renaming load balancer for the new cluster name", "step", steps[0].What, "queued", len(steps)-1)
-		if err := m.runRename(ctx, lb, steps[0]); err != nil {
+		if err := m.runRename(ctx, id, svc, lb, steps[0]); err != nil {
 			return err
 		}
-		return notReady(m.requeue(), ReasonRenaming, "load balancer %s (%s) is being renamed %s for cluster name %q: %s; %d more changes queued",
+		return m.waitFor(svc, id, lb, ReasonRenaming, "load balancer %s (%s) is being renamed %s for cluster name %q: %s; %d more changes queued",
 			lb.Name, lb.ID, r.newName, r.newCl, steps[0].What, len(steps))
 	}
 	// Tags may have changed since lb was read (a sharer joined): read them
@@ -176,18 +177,18 @@ func (m *Manager) renameStep(ctx context.Context, svc *corev1.Service, r *renami
 	last := step{What: "rename the load balancer", do: func(ctx context.Context, o Octavia) error {
 		return o.RenameLoadBalancer(ctx, lb.ID, r.newName, r.description, r.retag(cur.Tags))
 	}}
-	if err := m.runRename(ctx, lb, last); err != nil {
+	if err := m.runRename(ctx, id, svc, lb, last); err != nil {
 		return err
 	}
 	logger.Info("Renamed load balancer for the new cluster name", "oldCluster", r.oldCluster, "cluster", r.newCl)
-	return notReady(m.requeue(), ReasonRenamed, "load balancer %s (%s) renamed %s -> %s: the cluster name changed from %q to %q",
+	return m.waitFor(svc, id, lb, ReasonRenamed, "load balancer %s (%s) renamed %s -> %s: the cluster name changed from %q to %q",
 		r.oldName, lb.ID, r.oldName, r.newName, r.oldCluster, r.newCl)
 }
 
-func (m *Manager) runRename(ctx context.Context, lb *LoadBalancer, s step) error {
+func (m *Manager) runRename(ctx context.Context, id Identity, svc *corev1.Service, lb *LoadBalancer, s step) error {
 	if err := s.do(ctx, m.Octavia); err != nil {
 		if openstack.IsBusy(err) {
-			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
+			return m.waitFor(svc, id, lb, ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
 		}
 		return fmt.Errorf("load balancer %s (%s): %s: %w", lb.Name, lb.ID, s.What, err)
 	}
@@ -288,5 +289,5 @@ func (m *Manager) renameIfStale(ctx context.Context, id Identity, svc *corev1.Se
 	if r.creator != ref && !slices.Contains(r.tags, ownerTag(id.ClusterName, ref)) {
 		return lb, nil
 	}
-	return nil, m.renameStep(ctx, svc, r)
+	return nil, m.renameStep(ctx, id, svc, r)
 }
