@@ -35,9 +35,7 @@ type Octavia interface {
 	GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error)
 	// SetLoadBalancerTags replaces a load balancer's tags (shared.go).
 	SetLoadBalancerTags(ctx context.Context, id string, tags []string) error
-	// LoadBalancersTagged lists the load balancers carrying all of tags;
-	// the Rename calls change names, descriptions and tags only (rename.go).
-	LoadBalancersTagged(ctx context.Context, tags []string) ([]LoadBalancer, error)
+	// The Rename calls change names, descriptions and tags only (rename.go).
 	RenameLoadBalancer(ctx context.Context, id, name, description string, tags []string) error
 	RenameListener(ctx context.Context, id, name string, tags []string) error
 	RenamePool(ctx context.Context, id, name string) error

@@ -7,21 +7,6 @@ import (
 
 // The fake's side of rename.go's calls.
 
-func (f *fakeOctavia) LoadBalancersTagged(_ context.Context, tags []string) ([]LoadBalancer, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.call("list_loadbalancers"); err != nil {
-		return nil, err
-	}
-	var out []LoadBalancer
-	for _, l := range f.lbs {
-		if !slices.ContainsFunc(tags, func(t string) bool { return !slices.Contains(l.lb.Tags, t) }) {
-			out = append(out, l.lb)
-		}
-	}
-	return out, nil
-}
-
 func (f *fakeOctavia) RenameLoadBalancer(_ context.Context, id, name, description string, tags []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

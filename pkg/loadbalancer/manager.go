@@ -56,6 +56,9 @@ type Manager struct {
 	// failedCreates are the OVN provider's listener creates that failed
 	// after monitors were removed for them (ovnmonitors.go).
 	failedCreates failedCreates
+	// stale are this cluster's load balancers named for an older cluster
+	// name, from one scan (rename.go).
+	stale staleNames
 	// busy records the Services waiting for Octavia and shares one view
 	// of their load balancers (watch.go).
 	busy busyWatch

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -235,23 +236,85 @@ func (r *renaming) childSteps(tree *Tree) []step {
 	return out
 }
 
+// staleNames is what one scan of this cluster's load balancers found
+// named for another cluster name: their IDs by the Service each was made
+// for. The cluster name changes only with a restart, and every load
+// balancer this process makes has the current name, so one list per
+// process (and cluster name) finds them all, and a Service without a load
+// balancer (a new one) costs no call for them.
+type staleNames struct {
+	mu               sync.Mutex
+	clusterName, uid string // scanned for; "" not yet
+	byService        map[ServiceRef][]string
+}
+
+// staleFor returns the IDs the scan found for ref, scanning first when it
+// has not run for id; concurrent callers wait for the one scan.
+func (m *Manager) staleFor(ctx context.Context, id Identity, ref ServiceRef) ([]string, error) {
+	s := &m.stale
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clusterName != id.ClusterName || s.uid != id.ClusterUID {
+		lbs, err := m.Octavia.ListLoadBalancers(ctx, ClusterTag(id.ClusterUID))
+		if err != nil {
+			return nil, fmt.Errorf("list this cluster's load balancers for any named for an older cluster name: %w", err)
+		}
+		s.byService = map[ServiceRef][]string{}
+		for _, lb := range lbs {
+			creator := creatorOf(&lb)
+			if creator == (ServiceRef{}) || lb.ProvisioningStatus == StatusPendingDelete || lb.Name == LoadBalancerName(id.ClusterName, creator) {
+				continue
+			}
+			s.byService[creator] = append(s.byService[creator], lb.ID)
+		}
+		s.clusterName, s.uid = id.ClusterName, id.ClusterUID
+		if n := len(s.byService); n > 0 {
+			klog.FromContext(ctx).Info("Found load balancers named for another cluster name; each is renamed on its Service's next sync", "services", n, "cluster", id.ClusterName)
+		}
+	}
+	return slices.Clone(s.byService[ref]), nil
+}
+
+// dropStale forgets a load balancer the scan found for ref once it is gone
+// or named for the current cluster name.
+func (m *Manager) dropStale(ref ServiceRef, lbID string) {
+	s := &m.stale
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byService[ref] = slices.DeleteFunc(s.byService[ref], func(id string) bool { return id == lbID })
+	if len(s.byService[ref]) == 0 {
+		delete(s.byService, ref)
+	}
+}
+
 // underOldName is find's answer when no load balancer has the Service's
-// name: the one with this cluster's UID tag and the Service's tag under a
-// name of another cluster name. Get only reports it; Ensure and Delete
-// rename it first (one change per sync). A load balancer being deleted
-// is gone already; two such are refused with ErrDuplicate, unchanged.
+// name: the one the scan found with this cluster's UID tag and the
+// Service's tag under a name of another cluster name, read again. Get
+// only reports it; Ensure and Delete rename it first (one change per
+// sync). One being deleted is gone already; two such are refused with
+// ErrDuplicate, unchanged.
 func (m *Manager) underOldName(ctx context.Context, id Identity, svc *corev1.Service, use lookup) (*LoadBalancer, error) {
 	ref := refOf(svc)
-	tags := []string{ClusterTag(id.ClusterUID), serviceTag(ref)}
-	found, err := m.Octavia.LoadBalancersTagged(ctx, tags)
-	if err != nil {
-		return nil, fmt.Errorf("look for Service %s's load balancer under an older cluster name (tags %v): %w", ref, tags, err)
+	ids, err := m.staleFor(ctx, id, ref)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	var lbs []LoadBalancer
-	for _, lb := range found {
-		if lb.ProvisioningStatus != StatusPendingDelete && creatorOf(&lb) == ref {
-			lbs = append(lbs, lb)
+	for _, lbID := range ids {
+		lb, err := m.Octavia.GetLoadBalancer(ctx, lbID)
+		switch {
+		case errors.Is(err, openstack.ErrNotFound):
+			m.dropStale(ref, lbID)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read load balancer %s of Service %s, named for an older cluster name: %w", lbID, ref, err)
 		}
+		if !slices.Contains(lb.Tags, ClusterTag(id.ClusterUID)) || creatorOf(lb) != ref || lb.ProvisioningStatus == StatusPendingDelete ||
+			lb.Name == LoadBalancerName(id.ClusterName, ref) {
+			m.dropStale(ref, lbID)
+			continue
+		}
+		lbs = append(lbs, *lb)
 	}
 	switch {
 	case len(lbs) == 0:

@@ -110,8 +110,8 @@ func TestAClusterNameChangeRenamesOnlyThisClustersLoadBalancers(t *testing.T) {
 	web := simService("web", 80, 30080, monitored)
 	syncAs(t, env.m, "old", web)
 	ourID := lbIDByName(t, env, "kube_service_old_shop_web", "uid-1")
-	api := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: ourID})
-	syncAs(t, env.m, "old", api)
+	sharer := simService("api", 8080, 30880, map[string]string{loadbalancer.AnnotationLoadBalancerID: ourID})
+	syncAs(t, env.m, "old", sharer)
 
 	// The other cluster of the same name, on the same project.
 	other := connectSim(t, env.sim, env.authURL)
@@ -179,7 +179,7 @@ func TestAClusterNameChangeRenamesOnlyThisClustersLoadBalancers(t *testing.T) {
 	}
 
 	// The Service sharing it is still on it, under its new tag.
-	syncAs(t, env.m, "new", api)
+	syncAs(t, env.m, "new", sharer)
 	if lbs := allLBs(t, env); len(lbs) != 3 {
 		t.Errorf("%d load balancers, want 3 (ours, the other cluster's, the operator's)", len(lbs))
 	}
@@ -190,6 +190,14 @@ func TestAClusterNameChangeRenamesOnlyThisClustersLoadBalancers(t *testing.T) {
 	}
 	if n := env.sim.Calls()["load-balancer.loadbalancers.list"]; n != 1 {
 		t.Errorf("%d load-balancer lists in a steady-state sync after the rename, want 1: %v", n, env.sim.Calls())
+	}
+	// A new Service costs no lookup for older names: one scan served them.
+	env.sim.ResetCalls()
+	if _, err := env.m.Ensure(ctx, "new", simService("fresh", 90, 30090, nil), simNodes("10.0.0.11", "10.0.0.12")); !errors.As(err, new(*api.RetryError)) {
+		t.Fatalf("creating a new Service: %v, want a wait for Octavia", err)
+	}
+	if n := env.sim.Calls()["load-balancer.loadbalancers.list"]; n != 1 {
+		t.Errorf("%d load-balancer lists to create a new Service after the rename, want 1: %v", n, env.sim.Calls())
 	}
 	// The other cluster still finds its own under the old name.
 	if _, exists, err := other.m.Get(ctx, "old", simService("web", 80, 30080, monitored)); err != nil || !exists {

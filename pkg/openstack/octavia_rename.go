@@ -7,41 +7,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
-// The calls a cluster-name change needs (pkg/loadbalancer/rename.go): find
-// a load balancer by its tags alone, and change names, descriptions and
-// tags without touching anything else.
-
-// LoadBalancersTagged lists the load balancers that carry every one of tags.
-func (o *Octavia) LoadBalancersTagged(ctx context.Context, tags []string) ([]LoadBalancer, error) {
-	list, err := listAll(ctx, o.caller, ServiceLoadBalancer, "list_loadbalancers",
-		func() pagination.Pager { return loadbalancers.List(o.client, loadbalancers.ListOpts{Tags: tags}) }, loadbalancers.ExtractLoadBalancers)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]LoadBalancer, 0, len(list))
-	for _, lb := range list {
-		if hasAll(lb.Tags, tags) { // the filter is Octavia's; be sure
-			out = append(out, toLoadBalancer(&lb))
-		}
-	}
-	return out, nil
-}
-
-func hasAll(have, want []string) bool {
-	set := make(map[string]bool, len(have))
-	for _, t := range have {
-		set[t] = true
-	}
-	for _, t := range want {
-		if !set[t] {
-			return false
-		}
-	}
-	return true
-}
+// The calls a cluster-name change needs (pkg/loadbalancer/rename.go):
+// change names, descriptions and tags without touching anything else.
 
 // RenameLoadBalancer sets a load balancer's name, description and tags.
 func (o *Octavia) RenameLoadBalancer(ctx context.Context, id, name, description string, tags []string) error {
