@@ -56,7 +56,7 @@ func TestBenchNodeInitVersusUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	binaries := map[string][]string{
-		"upstream":  {filepath.Join(framework.UpstreamCCMDir(t), "openstack-cloud-controller-manager"), "--kubeconfig=" + cp.UpstreamCCMKubeconfig(ctx, t), "--cloud-provider=openstack"},
+		"upstream":  {filepath.Join(framework.UpstreamCCMDir(t), "openstack-cloud-controller-manager"), "--kubeconfig=" + cp.UpstreamCCMKubeconfig(ctx, t, framework.UpstreamReleaseRBAC), "--cloud-provider=openstack"},
 		"stackward": {filepath.Join(bin, "stackward-ccm"), "--kubeconfig=" + stackwardKubeconfig},
 	}
 	rounds := benchRounds(t)

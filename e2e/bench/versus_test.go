@@ -151,7 +151,7 @@ func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 func startVersusCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ccm, conf string) (stop func()) {
 	switch ccm {
 	case "upstream":
-		p := cp.StartUpstreamCCM(ctx, t, conf, "--cluster-name=lab", "--leader-elect=false", "--secure-port=0",
+		p := cp.StartUpstreamCCM(ctx, t, framework.UpstreamReleaseRBAC, conf, "--cluster-name=lab", "--leader-elect=false", "--secure-port=0",
 			"--use-service-account-credentials=false", "--node-monitor-period=2s")
 		return p.Stop
 	case "stackward":

@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -73,30 +74,66 @@ func UpstreamCCMDir(t testing.TB) string {
 	return dir
 }
 
-// StartUpstreamCCM runs the upstream CCM as a process with its release's
-// own RBAC (ClusterRoles and bindings from its manifests, its ServiceAccount
-// in kube-system, a token from the TokenRequest API as its pod would get).
-// args follow --kubeconfig, --cloud-provider and --cloud-config. It runs
-// until the test ends or the returned Process is stopped, as
-// `helm uninstall` would stop its pod.
-func (cp *ControlPlane) StartUpstreamCCM(ctx context.Context, t testing.TB, cloudConf string, args ...string) *Process {
-	t.Helper()
-	return cp.StartUpstreamCCMAs(t, cp.UpstreamCCMKubeconfig(ctx, t), cloudConf, args...)
+// UpstreamRBAC is RBAC the upstream CCM runs with in the takeover e2e: an
+// upstream release's, which the switch must work after.
+type UpstreamRBAC struct {
+	// Name says whose it is (a subtest's name).
+	Name      string
+	manifests func(t testing.TB) string
 }
 
-// UpstreamCCMKubeconfig applies the upstream release's RBAC, creates its
-// ServiceAccount and writes a kubeconfig with a token for it, so that a
-// benchmark can do all of this before its timer starts.
-func (cp *ControlPlane) UpstreamCCMKubeconfig(ctx context.Context, t testing.TB) string {
-	t.Helper()
-	dir := UpstreamCCMDir(t)
-	for _, m := range []string{"cloud-controller-manager-roles.yaml", "cloud-controller-manager-role-bindings.yaml"} {
-		data, err := os.ReadFile(filepath.Join(dir, m))
-		if err != nil {
-			t.Fatal(err)
+//go:embed testdata/upstream-chart-2.36.2-rbac.yaml
+var upstreamChart2362RBAC string
+
+var (
+	// UpstreamReleaseRBAC is the RBAC of upstream's v1.36.0 manifests
+	// (e2e/upstreamccm/build.sh copies them beside the binary): the
+	// system:cloud-controller-manager ClusterRole of chart 2.36.0, and
+	// system:cloud-node-controller for upstream's per-controller account.
+	UpstreamReleaseRBAC = UpstreamRBAC{Name: "upstream chart 2.36.0 RBAC", manifests: func(t testing.TB) string {
+		dir := UpstreamCCMDir(t)
+		var all []string
+		for _, m := range []string{"cloud-controller-manager-roles.yaml", "cloud-controller-manager-role-bindings.yaml"} {
+			data, err := os.ReadFile(filepath.Join(dir, m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, string(data))
 		}
-		cp.Apply(t, string(data))
-	}
+		return strings.Join(all, "\n---\n")
+	}}
+	// UpstreamChart2362RBAC is chart 2.36.2's (testdata): a ClusterRole
+	// without Secrets, PersistentVolumes or deleting nodes, and a Role
+	// for the one Secret in the release namespace.
+	UpstreamChart2362RBAC = UpstreamRBAC{Name: "upstream chart 2.36.2 RBAC", manifests: func(testing.TB) string { return upstreamChart2362RBAC }}
+)
+
+// StartUpstreamCCM runs the upstream CCM as a process with rbac (applied
+// for the test, removed after it), its ServiceAccount in kube-system and a
+// token from the TokenRequest API as its pod would get. args follow
+// --kubeconfig, --cloud-provider and --cloud-config. It runs until the
+// test ends or the returned Process is stopped, as `helm uninstall` would
+// stop its pod.
+func (cp *ControlPlane) StartUpstreamCCM(ctx context.Context, t testing.TB, rbac UpstreamRBAC, cloudConf string, args ...string) *Process {
+	t.Helper()
+	return cp.StartUpstreamCCMAs(t, cp.UpstreamCCMKubeconfig(ctx, t, rbac), cloudConf, args...)
+}
+
+// UpstreamCCMKubeconfig applies rbac (removed after the test), creates the
+// upstream CCM's ServiceAccount and writes a kubeconfig with a token for
+// it, so that a benchmark can do all of this before its timer starts.
+func (cp *ControlPlane) UpstreamCCMKubeconfig(ctx context.Context, t testing.TB, rbac UpstreamRBAC) string {
+	t.Helper()
+	manifests := rbac.manifests(t)
+	cp.Apply(t, manifests)
+	t.Cleanup(func() {
+		// The next test's RBAC must not inherit this one's grants.
+		cmd := exec.Command("kubectl", "--kubeconfig", filepath.Join(KubernetesDir, "super-admin.conf"), "delete", "--ignore-not-found", "-f", "-")
+		cmd.Stdin = strings.NewReader(manifests)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("remove %s: %v\n%s", rbac.Name, err, out)
+		}
+	})
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: UpstreamCCMServiceAccount, Namespace: ChartNamespace}}
 	if _, err := cp.Admin.CoreV1().ServiceAccounts(ChartNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("serviceaccount %s/%s: %v", ChartNamespace, UpstreamCCMServiceAccount, err)

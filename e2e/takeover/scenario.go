@@ -7,12 +7,14 @@
 // floating IPs, security groups and routes; Stackward must keep every
 // address, create nothing new and leave behind on delete exactly what
 // upstream would have. Run is the scenario on any framework.TestCloud: this
-// package runs it on stackward-cloudsim, e2e/realcloud on real OpenStack.
+// package runs it on stackward-cloudsim, e2e/realcloud/loadbalancers on real
+// OpenStack.
 package takeover
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -94,8 +96,8 @@ var kinds = []serviceKind{
 }
 
 // Run is the scenario on cloud, with nodes from framework.NodeIP(firstNode+1)
-// on and a namespace named after the cloud: the upstream CCM v1.36.0
-// initializes the nodes and makes the load balancers, floating IPs,
+// on and a namespace named after the cloud: the upstream CCM v1.36.0,
+// with rbac, initializes the nodes and makes the load balancers, floating IPs,
 // security groups and routes of every kind of Service; then the cluster
 // switches to Stackward as docs/install/upstream-ccm.md says (upstream stopped,
 // Stackward started with the same cloud.conf and cluster name). Every
@@ -104,7 +106,7 @@ var kinds = []serviceKind{
 // adopted load balancer, routes stay and follow node removal, and deleting
 // each Service leaves exactly what upstream would have left. It logs the
 // table of what each kind of Service had before and after.
-func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, firstNode int) {
+func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, rbac framework.UpstreamRBAC, firstNode int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	ns := "legacy-" + cloud.Name()
@@ -115,7 +117,7 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	conf := cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n\n[Route]\nrouter-id = %s\n", routerID))
 	routeArgs := []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=2s"}
 
-	upstream := cp.StartUpstreamCCM(ctx, t, conf, append([]string{"--cluster-name=" + clusterName, "--leader-elect=false",
+	upstream := cp.StartUpstreamCCM(ctx, t, rbac, conf, append([]string{"--cluster-name=" + clusterName, "--leader-elect=false",
 		"--secure-port=0", "--use-service-account-credentials=false", "--node-monitor-period=2s", "--v=2"}, routeArgs...)...)
 
 	nodes := map[string]*framework.Node{}
@@ -228,6 +230,10 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	upstream.Stop()
 	if exited, _ := upstream.Exited(); !exited {
 		t.Fatal("the upstream CCM still runs")
+	}
+	// What it did, it did with rbac: the apiserver refused it nothing.
+	if refused := forbidden(t, upstream.LogPath); len(refused) > 0 {
+		t.Errorf("with %s the apiserver refused the upstream CCM %d requests, e.g.:\n%s", rbac.Name, len(refused), strings.Join(refused[:min(len(refused), 5)], "\n"))
 	}
 	// An operator (or an older upstream release) removed the annotation.
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, lbIDKey))
@@ -401,4 +407,20 @@ func Run(t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, fi
 	}
 	fmt.Fprintf(&b, "| the whole cloud | | %d / %d / %d | %d / %d / %d |\n", len(upSnap.lbs), len(after.lbs), len(final.lbs), len(upSnap.fips), len(after.fips), len(final.fips))
 	t.Log(b.String())
+}
+
+// forbidden are the lines of a log where the apiserver refused a request.
+func forbidden(t *testing.T, logPath string) []string {
+	t.Helper()
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "is forbidden") {
+			out = append(out, l)
+		}
+	}
+	return out
 }

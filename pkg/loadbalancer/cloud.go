@@ -35,6 +35,11 @@ type Octavia interface {
 	GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error)
 	// SetLoadBalancerTags replaces a load balancer's tags (shared.go).
 	SetLoadBalancerTags(ctx context.Context, id string, tags []string) error
+	// The Rename calls change names, descriptions and tags only (rename.go).
+	RenameLoadBalancer(ctx context.Context, id, name, description string, tags []string) error
+	RenameListener(ctx context.Context, id, name string, tags []string) error
+	RenamePool(ctx context.Context, id, name string) error
+	RenameMonitor(ctx context.Context, id, name string) error
 
 	CreateListener(ctx context.Context, lbID string, spec ListenerSpec) error
 	UpdateListener(ctx context.Context, id string, spec ListenerSpec) error

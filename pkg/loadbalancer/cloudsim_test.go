@@ -36,6 +36,7 @@ type simEnv struct {
 	octavia  *gophercloud.ServiceClient
 	neutron  *gophercloud.ServiceClient
 	subnetID string
+	authURL  string
 	clients  *openstack.Clients
 	net      loadbalancer.Neutron
 }
@@ -61,6 +62,7 @@ func newSimEnv(t testing.TB, octaviaDelay time.Duration, seed ...func(*cloudsim.
 	}
 	t.Cleanup(stop)
 	env := connectSim(t, sim, authURL)
+	env.authURL = authURL
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if env.subnetID, err = env.net.SubnetOfAddress(ctx, "10.0.0.11"); err != nil {

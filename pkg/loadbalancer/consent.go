@@ -154,6 +154,12 @@ func (m *Manager) routeOf(ctx context.Context, id Identity, svc *corev1.Service,
 			// Named load balancer gone: the Service may still have its own.
 		}
 		named = shared
+		if named != nil && use != forGet {
+			// This cluster's, named for an older cluster name (rename.go).
+			if named, err = m.renameIfStale(ctx, id, svc, named); err != nil {
+				return route{}, err
+			}
+		}
 	}
 	own, err := m.find(ctx, id, svc, use)
 	if err != nil {

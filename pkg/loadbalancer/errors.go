@@ -44,6 +44,12 @@ const (
 	// ReasonWaitingForAdoption: a Service upstream put on another
 	// Service's load balancer waits until that Service adopts it.
 	ReasonWaitingForAdoption = "WaitingForAdoption"
+	// ReasonRenaming: a child of a load balancer named for an older
+	// cluster name was renamed, more remain (rename.go).
+	ReasonRenaming = "RenamingLoadBalancer"
+	// ReasonRenamed: a load balancer named for an older cluster name now
+	// has the current one's name (rename.go).
+	ReasonRenamed = "RenamedLoadBalancer"
 )
 
 const progressMarker = " (in progress, not a failure: "
@@ -69,7 +75,8 @@ func ProgressReason(msg string) string {
 		return ""
 	}
 	switch reason {
-	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors, ReasonWaitingForAdoption:
+	case ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors, ReasonWaitingForAdoption,
+		ReasonRenaming, ReasonRenamed:
 		return reason
 	}
 	return ""

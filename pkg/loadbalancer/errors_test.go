@@ -7,7 +7,7 @@ import (
 )
 
 func TestProgressReasonReadsWhatNotReadyWrites(t *testing.T) {
-	for _, reason := range []string{ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors, ReasonWaitingForAdoption} {
+	for _, reason := range []string{ReasonWaitingForOctavia, ReasonApplyingChanges, ReasonWaitingForNodeAddresses, ReasonRecreating, ReasonAdopting, ReasonRecreatingMonitors, ReasonWaitingForAdoption, ReasonRenaming, ReasonRenamed} {
 		err := fmt.Errorf("failed to ensure load balancer: %w", notReady(5*time.Second, reason, "load balancer %s is %s", "x", "PENDING_UPDATE"))
 		if got := ProgressReason("Error syncing load balancer: " + err.Error()); got != reason {
 			t.Errorf("ProgressReason(%q) = %q, want %q", err, got, reason)

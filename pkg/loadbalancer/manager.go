@@ -63,6 +63,9 @@ type Manager struct {
 	// failedCreates are the OVN provider's listener creates that failed
 	// after monitors were removed for them (ovnmonitors.go).
 	failedCreates failedCreates
+	// stale are this cluster's load balancers named for an older cluster
+	// name, from one scan (rename.go).
+	stale staleNames
 	// busy records the Services waiting for Octavia and shares one view
 	// of their load balancers (watch.go).
 	busy busyWatch
@@ -115,6 +118,9 @@ func (m *Manager) find(ctx context.Context, id Identity, svc *corev1.Service, us
 		}
 	}
 	if len(lbs) == 0 {
+		if lb, err := m.underOldName(ctx, id, svc, use); lb != nil || err != nil {
+			return lb, err // rename.go
+		}
 		if both {
 			return m.upstreamAmong(ctx, id, svc, use, found) // adopt.go
 		}

@@ -36,14 +36,14 @@ func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 	}
 	tree := &Tree{Pools: map[string]*Pool{}}
 	for _, l := range ls {
-		tree.Listeners = append(tree.Listeners, Listener{ID: l.ID, Protocol: l.Protocol, Port: l.ProtocolPort,
+		tree.Listeners = append(tree.Listeners, Listener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, Port: l.ProtocolPort,
 			DefaultPoolID: l.DefaultPoolID, AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			Timeouts: Timeouts{ClientData: l.TimeoutClientData, MemberConnect: l.TimeoutMemberConnect,
 				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}, Tags: l.Tags,
 			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders})
 	}
 	for _, p := range ps {
-		pool := &Pool{ID: p.ID, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type, Tags: p.Tags}
+		pool := &Pool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type, Tags: p.Tags}
 		if p.MonitorID != "" {
 			var mon *monitors.Monitor
 			err := o.do(ctx, "get_healthmonitor", func(ctx context.Context) error {

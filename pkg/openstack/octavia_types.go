@@ -33,6 +33,7 @@ type Tree struct {
 // Listener is an existing listener.
 type Listener struct {
 	ID            string
+	Name          string
 	Protocol      string
 	Port          int
 	DefaultPoolID string
@@ -47,6 +48,7 @@ type Listener struct {
 // Pool is an existing pool with its members and health monitor.
 type Pool struct {
 	ID          string
+	Name        string
 	Protocol    string
 	Method      string
 	Persistence string // session_persistence type, "" for none

@@ -15,4 +15,4 @@ import (
 	"github.com/stackward/stackward/e2e/framework"
 )
 
-func TestMain(m *testing.M) { framework.Main(m) }
+func TestMain(m *testing.M) { framework.UpstreamCCMMain(m) }

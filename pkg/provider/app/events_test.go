@@ -25,6 +25,8 @@ const (
 	queued        = "Error syncing load balancer: failed to ensure load balancer: load balancer kube_service_lab_shop_web (lb-1): 2 more changes queued (in progress, not a failure: ApplyingLoadBalancerChanges; checking again in 5s)"
 	nodesQueued   = "Error updating load balancer with new hosts [node-1 node-2] [node names limited, total number of nodes: 2], error: load balancer kube_service_lab_shop_web: 1 more changes queued (in progress, not a failure: ApplyingLoadBalancerChanges; checking again in 5s)"
 	deleting      = "Error deleting load balancer: load balancer kube_service_lab_shop_web (lb-1) is PENDING_UPDATE; deleting it when it settles (in progress, not a failure: WaitingForOctavia; checking again in 5s)"
+	renaming      = "Error syncing load balancer: failed to ensure load balancer: load balancer kube_service_old_shop_web (lb-1) is being renamed kube_service_new_shop_web for cluster name \"new\": rename listener l-1 to listener_tcp_80_kube_service_new_shop_web; 1 more changes queued (in progress, not a failure: RenamingLoadBalancer; checking again in 5s)"
+	renamed       = "Error syncing load balancer: failed to ensure load balancer: load balancer kube_service_old_shop_web (lb-1) renamed kube_service_old_shop_web -> kube_service_new_shop_web: the cluster name changed from \"old\" to \"new\" (in progress, not a failure: RenamedLoadBalancer; checking again in 5s)"
 	quotaFailure  = "Error syncing load balancer: failed to ensure load balancer: create load balancer \"kube_service_lab_shop_web\": Quota has been met for resources: LoadBalancer"
 )
 
@@ -53,6 +55,16 @@ func TestProgressEvents(t *testing.T) {
 			{corev1.EventTypeNormal, "DeletedLoadBalancer", "Deleted load balancer"},
 		},
 		wantNormal: map[string]bool{"WaitingForOctavia": true, "ApplyingLoadBalancerChanges": true, "EnsuredLoadBalancer": true, "DeletedLoadBalancer": true},
+	}, {
+		name: "a load balancer renamed after a --cluster-name change: Normal Events, the last one RenamedLoadBalancer",
+		events: []recorded{
+			{corev1.EventTypeNormal, "EnsuringLoadBalancer", "Ensuring load balancer"},
+			{corev1.EventTypeWarning, "SyncLoadBalancerFailed", renaming},
+			{corev1.EventTypeNormal, "EnsuringLoadBalancer", "Ensuring load balancer"},
+			{corev1.EventTypeWarning, "SyncLoadBalancerFailed", renamed},
+			{corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer"},
+		},
+		wantNormal: map[string]bool{"RenamingLoadBalancer": true, "RenamedLoadBalancer": true, "EnsuredLoadBalancer": true},
 	}, {
 		name:        "a real failure stays a Warning",
 		events:      []recorded{{corev1.EventTypeWarning, "SyncLoadBalancerFailed", quotaFailure}},
