@@ -139,7 +139,11 @@ func buildCloud(ctx context.Context, path string) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config %s: %w", path, err)
 	}
-	return &Cloud{Compute: clients.Compute, Region: clients.Region, Addresses: nodeaddress.OptionsFromConfig(cc.Networking)}, nil
+	c := &Cloud{Compute: clients.Compute, Region: clients.Region, Addresses: nodeaddress.OptionsFromConfig(cc.Networking)}
+	if clients.Neutron != nil {
+		c.Trunks = openstack.NewTrunkCache(clients.Neutron, clients.ProjectID, 0)
+	}
+	return c, nil
 }
 
 // WriteText renders the report for a terminal.
