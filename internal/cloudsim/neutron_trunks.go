@@ -1,7 +1,9 @@
 package cloudsim
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -309,5 +311,60 @@ func (st *state) trunkPortInUse(p *port) error {
 	if t := st.trunkOfSubport(p.ID); t != nil {
 		return apiErr(http.StatusConflict, "PortInUseAsSubPort", "Port %s is currently a subport for trunk %s.", p.ID, t.ID)
 	}
+	return nil
+}
+
+// AddSubport gives the server a port on network (name or ID; fixedIP or
+// the next free address) as a VLAN subport of the trunk on its first port,
+// making that trunk when there is none, as a project member would through
+// the API. It returns the subport's ID and address.
+func (s *Sim) AddSubport(serverID, network, address string, vlan int) (portID, ip string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	sv, ok := st.servers.get(serverID)
+	if !ok || len(sv.PortIDs) == 0 {
+		return "", "", fmt.Errorf("server %s with a port: %w", serverID, ErrNotFound)
+	}
+	parent := st.ports.byID[sv.PortIDs[0]]
+	nw := st.networkRef(network)
+	if nw == nil {
+		return "", "", fmt.Errorf("network %q: %w", network, ErrNotFound)
+	}
+	ps := portSpec{NetworkID: nw.ID, ProjectID: sv.ProjectID, SecurityGroups: []string{st.defaultSecGroup(sv.ProjectID)}}
+	if address != "" {
+		ps.FixedIPs = []fixedIP{{IP: address}}
+	}
+	t := st.trunkOfParent(parent.ID)
+	if t == nil {
+		now := time.Now()
+		t = &trunk{ID: newID(), ProjectID: sv.ProjectID, PortID: parent.ID, Status: "DOWN", AdminUp: true, Revision: 1, Created: now, Updated: now}
+		st.trunks.add(t.ID, t)
+	}
+	for _, have := range t.SubPorts {
+		if have.SegmentationID == vlan {
+			return "", "", fmt.Errorf("VLAN %d already in use on trunk %s", vlan, t.ID)
+		}
+	}
+	p, err := st.createPort(ps)
+	if err != nil {
+		return "", "", fmt.Errorf("subport on %q of %s: %w", network, serverID, err)
+	}
+	p.Status = "DOWN" // a new port, until it joins the trunk
+	st.joinTrunk(t, parent, []subPort{{PortID: p.ID, SegmentationType: "vlan", SegmentationID: vlan}})
+	return p.ID, p.FixedIPs[0].IP, nil
+}
+
+// RemoveSubport takes the port out of its trunk and deletes it.
+func (s *Sim) RemoveSubport(portID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.state.trunkOfSubport(portID)
+	if t == nil {
+		return fmt.Errorf("subport %s: %w", portID, ErrNotFound)
+	}
+	t.SubPorts = slices.DeleteFunc(t.SubPorts, func(sp subPort) bool { return sp.PortID == portID })
+	t.Revision++
+	s.state.deletePort(portID)
 	return nil
 }
