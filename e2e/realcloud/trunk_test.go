@@ -59,7 +59,7 @@ func subportAgainstCloud(t *testing.T, cp *framework.ControlPlane, b framework.B
 		t.Fatalf("Nova lists the subport's %s for the server: the test would not show that the subport is read", subportIP)
 	}
 
-	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t))                           // node controllers only read: reader
+	cp.StartCCM(ctx, t, cloud.ReaderCloudConf(t))                          // node controllers only read: reader
 	cp.StartApprover(ctx, t, cloud.ReaderCloudConf(t), approver.Options{}) // the approver only reads: reader
 	cp.DeleteNodeAtEnd(t, name)
 	deleteCSRsAtEnd(t, cp, name)
