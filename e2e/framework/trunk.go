@@ -82,11 +82,10 @@ func addVLANSubport(t testing.TB, authURL, user, password, serverID, cidr string
 		t.Fatalf("create network %s: %v", name, err)
 	}
 	cleanup("network "+nw.ID, func(ctx context.Context) error { return networks.Delete(ctx, client, nw.ID).ExtractErr() })
-	sn, err := subnets.Create(ctx, client, subnets.CreateOpts{NetworkID: nw.ID, Name: name, CIDR: cidr, IPVersion: gophercloud.IPv4}).Extract()
-	if err != nil {
+	if _, err := subnets.Create(ctx, client, subnets.CreateOpts{NetworkID: nw.ID, Name: name, CIDR: cidr, IPVersion: gophercloud.IPv4}).Extract(); err != nil {
 		t.Fatalf("create subnet %s on %s: %v", cidr, name, err)
 	}
-	cleanup("subnet "+sn.ID, func(ctx context.Context) error { return subnets.Delete(ctx, client, sn.ID).ExtractErr() })
+	// The network's deletion takes its subnet.
 	sub, err := ports.Create(ctx, client, ports.CreateOpts{Name: name + "-subport", NetworkID: nw.ID}).Extract()
 	if err != nil {
 		t.Fatalf("create the subport on %s: %v", name, err)

@@ -44,8 +44,13 @@ func (s *Sim) portView(p *port) map[string]any {
 	// Bound to a host only once Nova plugged it (ACTIVE); a port that only
 	// carries a server's device_id is unbound, as in Neutron.
 	host, vif := "", "unbound"
-	if strings.HasPrefix(p.DeviceOwner, "compute:") && p.Status == "ACTIVE" {
+	switch {
+	case strings.HasPrefix(p.DeviceOwner, "compute:") && p.Status == "ACTIVE":
 		host, vif = "cloudsim-"+strings.TrimPrefix(p.DeviceOwner, "compute:"), "ovs"
+	case p.DeviceOwner == "trunk:subport":
+		// OVN's trunk driver sets the subport's vif_type, not its host
+		// (seen on the real lane: binding:host_id "", vif_type ovs).
+		vif = "ovs"
 	}
 	v := map[string]any{
 		"id": p.ID, "name": p.Name, "description": p.Description, "network_id": p.NetworkID,

@@ -201,7 +201,8 @@ func (st *state) checkSubPorts(r *http.Request, t *trunk, subs []subPort) error 
 	return nil
 }
 
-// joinTrunk adds subports to t as OVN's trunk driver does.
+// joinTrunk adds subports to t as OVN's trunk driver does. The trunk's
+// revision_number is its caller's: a create answers 1, as Neutron does.
 func (st *state) joinTrunk(t *trunk, parent *port, subs []subPort) {
 	now := time.Now()
 	for _, sp := range subs {
@@ -214,7 +215,6 @@ func (st *state) joinTrunk(t *trunk, parent *port, subs []subPort) {
 	}
 	t.Status = "ACTIVE"
 	t.Updated = now
-	t.Revision++
 }
 
 func (s *Sim) addSubports(w http.ResponseWriter, r *http.Request, st *state, t *trunk, b *subPortsBody) {
@@ -227,6 +227,7 @@ func (s *Sim) addSubports(w http.ResponseWriter, r *http.Request, st *state, t *
 		return
 	}
 	st.joinTrunk(t, st.ports.byID[t.PortID], b.SubPorts)
+	t.Revision++
 	// Neutron answers an action with the trunk itself, not wrapped.
 	writeJSON(w, http.StatusOK, trunkRes.render(s, r, t))
 }

@@ -19,6 +19,7 @@ func TestTrunksBehaveAsNeutronsOVNDriver(t *testing.T) {
 	member := login(t, authURL, "demo", "secret")
 	reader := login(t, authURL, "viewer", "viewer-secret")
 	ops := login(t, authURL, "ops", "ops-secret")
+	admin := login(t, authURL, "admin", "admin-secret")
 	const net = "/networking/v2.0"
 	decode := func(r apiReply, key string) map[string]any {
 		t.Helper()
@@ -67,13 +68,19 @@ func TestTrunksBehaveAsNeutronsOVNDriver(t *testing.T) {
 	}
 
 	r := member.do("POST", net+"/trunks", map[string]any{"trunk": map[string]any{"port_id": parent, "name": "t0", "sub_ports": []any{vlan(sub, 100)}}})
+	// As real Neutron answered on the lab's lane: ACTIVE, revision 1.
 	want(t, r, http.StatusCreated, `"status":"ACTIVE"`)
+	want(t, r, http.StatusCreated, `"revision_number":1,`)
 	trunkID := decode(r, "trunk")["id"].(string)
 
 	t.Run("the subport takes device_owner trunk:subport and its parent's status", func(t *testing.T) {
 		p := decode(member.do("GET", net+"/ports/"+sub, nil), "port")
 		if p["device_owner"] != "trunk:subport" || p["status"] != "ACTIVE" || p["device_id"] != "" {
 			t.Fatalf("subport: owner %v status %v device %v; want trunk:subport, ACTIVE (the parent's), no device", p["device_owner"], p["status"], p["device_id"])
+		}
+		// An admin sees what the OVN driver set: vif_type ovs, no host.
+		if p := decode(admin.do("GET", net+"/ports/"+sub, nil), "port"); p["binding:vif_type"] != "ovs" || p["binding:host_id"] != "" {
+			t.Fatalf("subport as admin: vif_type %v host %v; want ovs and no host", p["binding:vif_type"], p["binding:host_id"])
 		}
 	})
 	t.Run("the parent port shows trunk_details, other ports none", func(t *testing.T) {
