@@ -28,6 +28,7 @@ func (s *Sim) routesNetwork(mux *http.ServeMux) {
 	h("POST /ports", "ports.create", s.createPortAPI)
 	h("PUT /ports/{id}", "ports.update", updateHandler(s, portRes, s.updatePort))
 	h("DELETE /ports/{id}", "ports.delete", portRes.remove(s, removePort))
+	s.routesTrunks(h)
 	s.routesNetworkL3(mux, h)
 }
 
@@ -48,6 +49,8 @@ var neutronExtensions = []struct{ alias, name string }{
 	{"standard-attr-revisions", "Resource revision numbers"},
 	{"standard-attr-timestamp", "Resource timestamps"},
 	{"availability_zone", "Availability Zone"},
+	{"trunk", "Trunk Extension"},
+	{"trunk-details", "Trunk port details"},
 }
 
 func extensionView(alias, name string) map[string]any {

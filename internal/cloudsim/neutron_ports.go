@@ -44,10 +44,15 @@ func (s *Sim) portView(p *port) map[string]any {
 	// Bound to a host only once Nova plugged it (ACTIVE); a port that only
 	// carries a server's device_id is unbound, as in Neutron.
 	host, vif := "", "unbound"
-	if strings.HasPrefix(p.DeviceOwner, "compute:") && p.Status == "ACTIVE" {
+	switch {
+	case strings.HasPrefix(p.DeviceOwner, "compute:") && p.Status == "ACTIVE":
 		host, vif = "cloudsim-"+strings.TrimPrefix(p.DeviceOwner, "compute:"), "ovs"
+	case p.DeviceOwner == "trunk:subport":
+		// OVN's trunk driver sets the subport's vif_type, not its host
+		// (seen on the real lane: binding:host_id "", vif_type ovs).
+		vif = "ovs"
 	}
-	return map[string]any{
+	v := map[string]any{
 		"id": p.ID, "name": p.Name, "description": p.Description, "network_id": p.NetworkID,
 		"tenant_id": p.ProjectID, "project_id": p.ProjectID, "mac_address": p.MAC, "admin_state_up": p.AdminUp,
 		"status": p.Status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner, "fixed_ips": ips,
@@ -57,6 +62,12 @@ func (s *Sim) portView(p *port) map[string]any {
 		"port_security_enabled": true, "dns_name": "", "dns_assignment": dns, "tags": tags,
 		"created_at": neutronTS(p.Created), "updated_at": neutronTS(p.Updated), "revision_number": p.Revision,
 	}
+	// Only a trunk's parent port has trunk_details (the trunk-details
+	// extension).
+	if d := s.state.trunkDetails(p); d != nil {
+		v["trunk_details"] = d
+	}
+	return v
 }
 
 type portBody struct {
@@ -207,6 +218,9 @@ func removePort(st *state, p *port) error {
 	if p.DeviceOwner == "network:router_interface" || p.DeviceOwner == "network:router_gateway" ||
 		strings.HasPrefix(p.DeviceOwner, "Octavia") {
 		return apiErr(http.StatusConflict, "PortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)
+	}
+	if err := st.trunkPortInUse(p); err != nil {
+		return err
 	}
 	st.deletePort(p.ID)
 	return nil

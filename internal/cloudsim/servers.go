@@ -147,6 +147,10 @@ func (st *state) deleteServer(id string) error {
 		return fmt.Errorf("server %s: %w", id, ErrNotFound)
 	}
 	for _, pid := range append([]string(nil), st.portsByDev[sv.ID]...) {
+		// A trunk on the server's port goes with it (simulator-differences.md).
+		if t := st.trunkOfParent(pid); t != nil {
+			st.dropTrunk(t)
+		}
 		st.deletePort(pid)
 	}
 	st.servers.del(id)

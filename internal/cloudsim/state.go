@@ -204,6 +204,7 @@ type state struct {
 	routers    *coll[router]
 	secGroups  *coll[secGroup]
 	secRules   *coll[secRule]
+	trunks     *coll[trunk]
 
 	lb      *octaviaState
 	kms     *barbicanState // Barbican
@@ -238,6 +239,7 @@ func newState(sd *Seed, region string) (*state, error) {
 		routers:    newColl[router](),
 		secGroups:  newColl[secGroup](),
 		secRules:   newColl[secRule](),
+		trunks:     newColl[trunk](),
 		lb:         newOctaviaState(),
 		kms:        newBarbicanState(),
 		lbQuota:    sd.LoadBalancerQuota,

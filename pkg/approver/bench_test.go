@@ -229,3 +229,24 @@ func BenchmarkJoinBurst(b *testing.B) {
 		b.ReportMetric(float64(compute.calls)/nodes, "cloud-calls/approval")
 	}
 }
+
+// The benchmark's servers have no trunks: a Neutron without the extension.
+func (o slowOwnership) TrunksOfPorts(ctx context.Context, _ []string) ([]openstack.Trunk, error) {
+	if err := o.c.wait(ctx); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("list trunks: %w", openstack.ErrNoTrunkExtension)
+}
+
+func (o slowOwnership) PortsByID(ctx context.Context, ids []string) ([]openstack.Port, error) {
+	views, err := o.views(ctx)
+	var out []openstack.Port
+	for _, v := range views {
+		for _, p := range v.Ports {
+			if slices.Contains(ids, p.ID) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, err
+}

@@ -99,7 +99,8 @@ func (k nodeKey) asked() []string {
 }
 
 // needsFloatingIPs reports whether an IP asked for is not a fixed IP of
-// the ports: only then can the floating IPs change the answer.
+// the ports: only then can the floating IPs or the subports of trunks on
+// the ports change the answer.
 func needsFloatingIPs(asked []string, ports []openstack.Port) bool {
 	for _, ip := range asked {
 		fixed := false
@@ -165,16 +166,24 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 		return nil, err
 	}
 	var listed []*Instance
-	floatingPorts := newStringSet()
+	// The ports of servers with a request for an IP that is no fixed IP
+	// of theirs: only those can have a floating IP or a subport that
+	// changes the answer.
+	widerPorts := newStringSet()
 	for _, k := range b.Keys {
 		if r := snap.found[k]; r.err == nil && c.ownershipMatters(r.srv) && needsFloatingIPs(k.asked(), snap.ports[r.srv.ID]) {
 			for _, p := range snap.ports[r.srv.ID] {
-				floatingPorts.add(p.ID)
+				widerPorts.add(p.ID)
 			}
 		}
 	}
-	if err := snap.readFloatingIPs(ctx, c, floatingPorts.list); err != nil {
+	if err := snap.readFloatingIPs(ctx, c, widerPorts.list); err != nil {
 		return nil, err
+	}
+	if len(widerPorts.list) > 0 {
+		if snap.trunks, err = c.readTrunks(ctx, widerPorts.list); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range b.Keys {
 		srv, err := snap.found[k].srv, snap.found[k].err
@@ -199,6 +208,7 @@ func (c *openStackCloud) fetch(ctx context.Context, b openstack.Batch[nodeKey]) 
 	var networkIDs []string
 	for _, inst := range listed {
 		networkIDs = appendNetworkIDs(networkIDs, inst.Ownership.Ports)
+		networkIDs = appendNetworkIDs(networkIDs, inst.Ownership.Subports)
 	}
 	networks, err := c.networks(ctx, networkIDs)
 	for _, inst := range listed {
@@ -219,6 +229,8 @@ type projectSnapshot struct {
 	found map[nodeKey]resolved
 	ports map[string][]openstack.Port       // by device ID
 	fips  map[string][]openstack.FloatingIP // by port ID
+	// trunks on the ports whose floating IPs were read (nil: none read).
+	trunks *trunkRead
 }
 
 type resolved struct {
@@ -342,6 +354,7 @@ func (s *projectSnapshot) viewOf(srv *openstack.Server) *nodeaddress.CloudView {
 	for _, p := range v.Ports {
 		v.FloatingIPs = append(v.FloatingIPs, s.fips[p.ID]...)
 	}
+	v.Trunks, v.Subports = s.trunks.of(v.Ports)
 	return v
 }
 
@@ -382,8 +395,9 @@ func (c *openStackCloud) targeted(ctx context.Context, k nodeKey) (*Instance, er
 }
 
 // serverOwnership asks Neutron for the server's ports of the project, then
-// the floating IPs on them when an IP asked for is no fixed IP of them, and
-// their networks (cached): one to three requests.
+// the floating IPs and trunks on them (and the trunks' subports) when an IP
+// asked for is no fixed IP of them, and their networks (cached): one to
+// five requests.
 func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Server, asked []string) (*nodeaddress.CloudView, error) {
 	if c.ownership == nil {
 		return nil, fmt.Errorf("ownership of server %s: no Neutron client", srv.ID)
@@ -407,8 +421,13 @@ func (c *openStackCloud) serverOwnership(ctx context.Context, srv *openstack.Ser
 		if v.FloatingIPs, err = c.ownership.FloatingIPsOfPorts(ctx, portIDs); err != nil {
 			return nil, err
 		}
+		trunks, err := c.readTrunks(ctx, portIDs)
+		if err != nil {
+			return nil, err
+		}
+		v.Trunks, v.Subports = trunks.of(ports)
 	}
-	if v.Networks, err = c.networks(ctx, appendNetworkIDs(nil, ports)); err != nil {
+	if v.Networks, err = c.networks(ctx, appendNetworkIDs(appendNetworkIDs(nil, ports), v.Subports)); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -55,6 +55,8 @@ type fakeOwnership struct {
 	err     error
 	// overrides replace derivedView for a server (by ID), as fakeCloud's.
 	overrides map[string]nodeaddress.CloudView
+	// trunkErr fails the trunk listings only.
+	trunkErr error
 
 	mu                 sync.Mutex
 	targeted, listings int
@@ -290,12 +292,12 @@ func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.Certificat
 			asked = append(asked, ip.String())
 		}
 		if len(ports) > 0 && needsFloatingIPs(asked, ports) {
-			wantCalls = 2
+			wantCalls = 3 // and the trunks on them (none here: no subport listing)
 		}
 	}
 	neutronTargeted, neutronLists := o.calls()
 	if calls := neutronLists - neutronListsBefore + neutronTargeted - neutronTargetedBefore; c.err == nil && calls != wantCalls {
-		t.Fatalf("two requests in one window cost %d Neutron calls (%d port listings), want %d (the ports of the servers that can be approved, floating IPs on them if asked for)",
+		t.Fatalf("two requests in one window cost %d Neutron calls (%d port listings), want %d (the ports of the servers that can be approved, floating IPs and trunks on them if asked for)",
 			calls, neutronLists-neutronListsBefore, wantCalls)
 	}
 	return d, err
@@ -388,4 +390,37 @@ func TestABatchListsTheServersANodeNameBindsTo(t *testing.T) {
 	if gets, lists := c.calls(); gets != getsBefore || lists != listsBefore+1 {
 		t.Errorf("two Nodes named by FQDN cost %d listings and %d targeted lookups, want 1 and 0", lists-listsBefore, gets-getsBefore)
 	}
+}
+
+func (f *fakeOwnership) TrunksOfPorts(_ context.Context, portIDs []string) ([]openstack.Trunk, error) {
+	if err := f.count(false); err != nil {
+		return nil, err
+	}
+	if f.trunkErr != nil {
+		return nil, f.trunkErr
+	}
+	var out []openstack.Trunk
+	for _, v := range f.views() {
+		for _, t := range v.Trunks {
+			if slices.Contains(portIDs, t.PortID) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeOwnership) PortsByID(_ context.Context, ids []string) ([]openstack.Port, error) {
+	if err := f.count(false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, v := range f.views() {
+		for _, p := range slices.Concat(v.Ports, v.Subports) {
+			if slices.Contains(ids, p.ID) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }

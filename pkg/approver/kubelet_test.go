@@ -62,7 +62,7 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 		}}
 	cloud := &fakeCloud{servers: []openstack.Server{srv}}
 	for _, opts := range []nodeaddress.Options{{}, {PublicNetworkNames: []string{"storage"}}, {InternalNetworkNames: []string{"private"}}} {
-		addrs, err := nodeaddress.For(&srv, opts)
+		addrs, err := nodeaddress.For(&srv, nil, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestWhatTheCCMPublishesIsApproved(t *testing.T) {
 	}
 	// With storage filtered out by internal-network-name, its address is
 	// not the node's, exactly as the CCM would not publish it.
-	all, _ := nodeaddress.For(&srv, nodeaddress.Options{})
+	all, _ := nodeaddress.For(&srv, nil, nodeaddress.Options{})
 	policy := testPolicy
 	policy.Addresses = nodeaddress.Options{InternalNetworkNames: []string{"private"}}
 	e = NewEvaluator(cloud, registered, nil, policy)

@@ -169,8 +169,11 @@ type Cloud struct {
 	// LoadBalancers lists Octavia's load balancers; nil: the cloud has
 	// no load-balancer endpoint.
 	LoadBalancers LoadBalancerLister
-	Region        string
-	Addresses     nodeaddress.Options
+	// Trunks, when set, adds the subports of trunks on a server's ports to
+	// its addresses, as the CCM does.
+	Trunks    *openstack.TrunkCache
+	Region    string
+	Addresses nodeaddress.Options
 }
 
 // Inputs are the cluster's state at Now.
@@ -391,7 +394,16 @@ func lookup(ctx context.Context, cloud *Cloud, providerID, name string) *CloudVi
 	}
 	v.Found = true
 	v.ServerID, v.Name, v.Status, v.Flavor, v.Zone = srv.ID, srv.Name, srv.Status, srv.FlavorName, srv.AvailabilityZone
-	addrs, err := nodeaddress.For(srv, cloud.Addresses)
+	view := nodeaddress.CloudView{Server: srv}
+	if cloud.Trunks != nil {
+		t, err := cloud.Trunks.OfServer(ctx, srv.ID)
+		if err != nil {
+			v.Error = err.Error()
+			return v
+		}
+		view.Ports, view.Trunks, view.Subports, view.Networks = t.Ports, t.Trunks, t.Subports, t.Networks
+	}
+	addrs, err := nodeaddress.ForView(view, cloud.Addresses)
 	if err != nil {
 		v.Error = err.Error()
 	}

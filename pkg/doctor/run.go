@@ -150,6 +150,9 @@ func buildCloud(ctx context.Context, path string) (*Cloud, error) {
 		return nil, fmt.Errorf("--cloud-config %s: %w", path, err)
 	}
 	cloud := &Cloud{Compute: clients.Compute, Region: clients.Region, Addresses: nodeaddress.OptionsFromConfig(cc.Networking)}
+	if clients.Neutron != nil {
+		cloud.Trunks = openstack.NewTrunkCache(clients.Neutron, clients.ProjectID, 0)
+	}
 	if oct, err := openstack.NewOctavia(clients); err == nil { // no endpoint: no load balancers to list
 		cloud.LoadBalancers = oct
 	}

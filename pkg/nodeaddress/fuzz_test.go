@@ -28,11 +28,11 @@ func FuzzFor(f *testing.F) {
 		if public {
 			opts.PublicNetworkNames = []string{n2}
 		}
-		got, err := For(srv, opts)
+		got, err := For(srv, nil, opts)
 		if err != nil {
 			return
 		}
-		again, _ := For(srv, opts)
+		again, _ := For(srv, nil, opts)
 		if !reflect.DeepEqual(got, again) {
 			t.Fatalf("not deterministic: %v then %v", got, again)
 		}

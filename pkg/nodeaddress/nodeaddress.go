@@ -20,9 +20,11 @@
 // in network order. Finally address-sort-order moves the addresses inside
 // its CIDRs to the front, in the order of the list (a stable sort).
 //
-// For uses the server alone, not its Neutron ports: Nova's addresses
-// already list the fixed IPs of every port, and leaving ports out keeps the
-// CCM's node lookup to one cloud call. What may be certified is stricter
+// For uses the server and the subports of trunks on its ports (subports.go),
+// not the server's Neutron ports: Nova's addresses already list the fixed
+// IPs of every port, and leaving ports out keeps the CCM's node lookup to
+// the shared server and trunk listings (openstack.ServerCache and
+// openstack.TrunkCache). What may be certified is stricter
 // (trust.go): the approver also asks Neutron which ports and floating IPs
 // the server owns, and trusts only those of them For also publishes.
 package nodeaddress
@@ -62,18 +64,31 @@ func OptionsFromConfig(n config.Networking) Options {
 	}
 }
 
-// For returns the addresses of the Node backed by server. An address Nova
-// reports that is not an IP is an error: the cloud's answer cannot be
+// For returns the addresses of the Node backed by server, whose trunks'
+// subports are subports (Subports; none when it has no trunk). An address
+// Nova reports that is not an IP is an error: the cloud's answer cannot be
 // trusted, and the approver must not approve on it.
-func For(server *openstack.Server, opts Options) ([]corev1.NodeAddress, error) {
+func For(server *openstack.Server, subports []Subport, opts Options) ([]corev1.NodeAddress, error) {
 	if server == nil {
 		return nil, fmt.Errorf("node addresses: no server")
 	}
 	var b builder
 	b.ipv6Disabled = opts.IPv6Disabled
 
-	networks := make([]string, 0, len(server.Addresses))
-	for name := range server.Addresses {
+	// A subport's fixed IPs join Nova's addresses of its network, after
+	// them (upstream's order when a network reaches the server both
+	// directly and through a trunk).
+	byNetwork := make(map[string][]openstack.ServerAddress, len(server.Addresses))
+	for name, list := range server.Addresses {
+		byNetwork[name] = list
+	}
+	for _, sp := range subports {
+		for _, f := range sp.Port.FixedIPs {
+			byNetwork[sp.Network.Name] = append(slices.Clip(byNetwork[sp.Network.Name]), openstack.ServerAddress{Addr: f.IPAddress, Type: openstack.AddressFixed})
+		}
+	}
+	networks := make([]string, 0, len(byNetwork))
+	for name := range byNetwork {
 		networks = append(networks, name)
 	}
 	sort.Strings(networks)
@@ -82,7 +97,7 @@ func For(server *openstack.Server, opts Options) ([]corev1.NodeAddress, error) {
 	for _, network := range networks {
 		public := slices.Contains(opts.PublicNetworkNames, network)
 		wanted := len(opts.InternalNetworkNames) == 0 || slices.Contains(opts.InternalNetworkNames, network)
-		for _, a := range server.Addresses[network] {
+		for _, a := range byNetwork[network] {
 			ip, err := parse(a.Addr)
 			if err != nil {
 				return nil, fmt.Errorf("node addresses of server %s: network %q: %w", server.ID, network, err)

@@ -151,7 +151,7 @@ func TestFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := For(&tt.server, tt.opts)
+			got, err := For(&tt.server, nil, tt.opts)
 			if err != nil {
 				t.Fatalf("For: %v", err)
 			}
@@ -160,7 +160,7 @@ func TestFor(t *testing.T) {
 			}
 			// Nova's map order must not matter: run again and compare.
 			for i := 0; i < 20; i++ {
-				again, _ := For(&tt.server, tt.opts)
+				again, _ := For(&tt.server, nil, tt.opts)
 				if !reflect.DeepEqual(again, got) {
 					t.Fatalf("For is not deterministic: %v then %v", got, again)
 				}
@@ -183,7 +183,7 @@ func TestForRejectsWhatIsNotAnAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := For(tt.server, Options{})
+			got, err := For(tt.server, nil, Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("For = %v, %v; want an error containing %q", got, err, tt.want)
 			}

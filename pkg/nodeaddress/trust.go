@@ -21,11 +21,15 @@ import (
 
 // CloudView is what the cloud said about one server: the server (Nova),
 // the ports whose device_id is the server (Neutron, already filtered by
-// project), the floating IPs on those ports and the ports' networks.
+// project), the floating IPs on those ports, the trunks whose parent is one
+// of those ports and their subports (listed by ID), and the networks of
+// the ports and subports.
 type CloudView struct {
 	Server      *openstack.Server
 	Ports       []openstack.Port
 	FloatingIPs []openstack.FloatingIP
+	Trunks      []openstack.Trunk
+	Subports    []openstack.Port
 	Networks    []openstack.NetworkInfo
 }
 
@@ -66,13 +70,18 @@ func (t Trust) IsTrusted(ip netip.Addr) bool { return slices.Contains(t.Trusted,
 
 // Trusted decides which of the server's addresses the approver may put in
 // a serving certificate: a fixed IP of one of its ports on a trusted
-// network, or a floating IP on such a port; accessIPv4/v6 only when
+// network, or a floating IP on such a port, or a fixed IP of a subport of
+// a trunk on such a port (subportDistrust); accessIPv4/v6 only when
 // allowed; each also published by For and outside every forbidden range.
 // An answer it cannot interpret (a network of a port missing, an address
 // that is not an IP) is an error: the caller must not decide on it.
 func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 	srv := v.Server
-	published, err := For(srv, opts.Options)
+	subports, err := Subports(v)
+	if err != nil {
+		return Trust{}, err
+	}
+	published, err := For(srv, subports, opts.Options)
 	if err != nil {
 		return Trust{}, err
 	}
@@ -118,6 +127,22 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 		}
 		if why == "" {
 			trustedPorts[p.ID] = p
+		}
+	}
+	for _, sp := range subports {
+		why := subportDistrust(sp, trustedPorts, opts)
+		for _, f := range sp.Port.FixedIPs {
+			ip, err := parse(f.IPAddress)
+			if err != nil {
+				return Trust{}, fmt.Errorf("subport %s of server %s: %w", sp.Port.ID, srv.ID, err)
+			}
+			if why != "" {
+				reject(ip, why)
+				continue
+			}
+			if _, direct := candidates[ip]; !direct {
+				candidates[ip] = fmt.Sprintf("a fixed IP of subport %s (VLAN %d) of trunk %s on port %s", sp.Port.ID, segmentationOf(sp), sp.Trunk.ID, sp.Parent.ID)
+			}
 		}
 	}
 	for _, f := range v.FloatingIPs {
@@ -199,24 +224,65 @@ func portDistrust(p openstack.Port, serverID string, networks map[string]opensta
 		return fmt.Sprintf("port %s is bound to no host (binding:host_id is empty): it is not a NIC of the server", p.ID), nil
 	}
 	if len(opts.NetworkIDs) > 0 {
-		if !slices.Contains(opts.NetworkIDs, p.NetworkID) {
-			return fmt.Sprintf("port %s is on network %s, not one of the trusted network IDs [%s]", p.ID, p.NetworkID, strings.Join(opts.NetworkIDs, ", ")), nil
-		}
-		return "", nil
+		return networkDistrust(p, openstack.NetworkInfo{ID: p.NetworkID}, opts), nil
 	}
 	n, ok := networks[p.NetworkID]
 	if !ok {
 		return "", fmt.Errorf("network %s of port %s: not in Neutron's answer", p.NetworkID, p.ID)
 	}
+	return networkDistrust(p, n, opts), nil
+}
+
+// networkDistrust returns why a port's network is not trusted ("" when it
+// is): not one of the trusted network IDs, or (without them) not one of
+// the configured networks, or another project's unshared network.
+func networkDistrust(p openstack.Port, n openstack.NetworkInfo, opts TrustOptions) string {
+	if len(opts.NetworkIDs) > 0 {
+		if !slices.Contains(opts.NetworkIDs, p.NetworkID) {
+			return fmt.Sprintf("port %s is on network %s, not one of the trusted network IDs [%s]", p.ID, p.NetworkID, strings.Join(opts.NetworkIDs, ", "))
+		}
+		return ""
+	}
 	// The same choice as For: with internal network names set, only those
 	// and the public ones; without, every network.
 	if names := slices.Concat(opts.InternalNetworkNames, opts.PublicNetworkNames); len(opts.InternalNetworkNames) > 0 && !slices.Contains(names, n.Name) {
-		return fmt.Sprintf("port %s is on network %q (%s), not one of the configured networks [%s]", p.ID, n.Name, n.ID, strings.Join(names, ", ")), nil
+		return fmt.Sprintf("port %s is on network %q (%s), not one of the configured networks [%s]", p.ID, n.Name, n.ID, strings.Join(names, ", "))
 	}
 	if opts.ProjectID != "" && n.ProjectID != opts.ProjectID && !n.Shared {
-		return fmt.Sprintf("port %s is on network %q (%s) of project %q, neither the cluster's %q nor shared", p.ID, n.Name, n.ID, n.ProjectID, opts.ProjectID), nil
+		return fmt.Sprintf("port %s is on network %q (%s) of project %q, neither the cluster's %q nor shared", p.ID, n.Name, n.ID, n.ProjectID, opts.ProjectID)
 	}
-	return "", nil
+	return ""
+}
+
+// subportDistrust returns why a subport's addresses are not trusted (""
+// when they are). A subport is the server's only through its trunk's
+// parent, so that parent must be a trusted port of the server; the trunk
+// and the subport must be the cluster's project's, the subport ACTIVE (its
+// VLAN is up on the parent's host: Neutron gives a subport its parent's
+// status when it joins the trunk) and its network trusted as a port's is.
+func subportDistrust(sp Subport, trustedPorts map[string]openstack.Port, opts TrustOptions) string {
+	p := sp.Port
+	switch {
+	case trustedPorts[sp.Parent.ID].ID == "":
+		return fmt.Sprintf("subport %s is on trunk %s whose parent port %s is not a trusted port of the server", p.ID, sp.Trunk.ID, sp.Parent.ID)
+	case opts.ProjectID != "" && sp.Trunk.ProjectID != opts.ProjectID:
+		return fmt.Sprintf("subport %s is on trunk %s of project %q, not the cluster's %q", p.ID, sp.Trunk.ID, sp.Trunk.ProjectID, opts.ProjectID)
+	case opts.ProjectID != "" && p.ProjectID != opts.ProjectID:
+		return fmt.Sprintf("subport %s belongs to project %q, not the cluster's %q", p.ID, p.ProjectID, opts.ProjectID)
+	case p.Status != openstack.PortStatusActive:
+		return fmt.Sprintf("subport %s of trunk %s has status %q, not ACTIVE", p.ID, sp.Trunk.ID, p.Status)
+	}
+	return networkDistrust(p, sp.Network, opts)
+}
+
+// segmentationOf is the subport's VLAN ID, for messages.
+func segmentationOf(sp Subport) int {
+	for _, s := range sp.Trunk.SubPorts {
+		if s.PortID == sp.Port.ID {
+			return s.SegmentationID
+		}
+	}
+	return 0
 }
 
 func portHas(p openstack.Port, ip string) bool {

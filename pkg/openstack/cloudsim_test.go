@@ -99,7 +99,7 @@ func TestSimNodesHaveTheSimulatorsAddresses(t *testing.T) {
 			if byID.ID != want.ID || byID.Status != want.Status || byID.FlavorName != want.Flavor || byID.AvailabilityZone != want.AZ {
 				t.Errorf("server %+v, simulator says %+v", byID, want)
 			}
-			got, err := nodeaddress.For(byID, nodeaddress.Options{})
+			got, err := nodeaddress.For(byID, nil, nodeaddress.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

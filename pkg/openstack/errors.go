@@ -40,3 +40,8 @@ func IsBusy(err error) bool { return gophercloud.ResponseCodeIs(err, http.Status
 // IsInvalid reports whether the cloud refused a request as invalid (400
 // Bad Request): asking again unchanged gets the same answer.
 func IsInvalid(err error) bool { return gophercloud.ResponseCodeIs(err, http.StatusBadRequest) }
+
+// ErrNoTrunkExtension means Neutron answered 404 on the trunk collection:
+// the trunk service plugin is not loaded, so no server has subports. Only
+// that answer means it; any other failure of a trunk listing is an error.
+var ErrNoTrunkExtension = errors.New("neutron has no trunk extension")

@@ -33,6 +33,8 @@ var retrySafe = map[string]map[string]bool{
 		"get_port":    true,
 		"update_port": true, // compare-and-swap on revision_number
 
+		"list_trunks": true, // trunks on ports (approver), of the project (TrunkCache)
+
 		"list_floating_ips": true, // the approver's batch listing
 		"list_floatingips":  true, // the load balancers' listing
 		"create_floatingip": false,

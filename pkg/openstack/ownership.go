@@ -29,6 +29,9 @@ type Ownership interface {
 	// device_id=b): one request answers a batch of servers. Callers keep
 	// the list within QueryBudget (Chunks).
 	PortsOfServers(ctx context.Context, serverIDs []string, projectID string) ([]Port, error)
+	// TrunkOwner answers which subports reach a server through a trunk on
+	// one of its ports.
+	TrunkOwner
 }
 
 // FloatingIP is a Neutron floating IP, as the approver and the load

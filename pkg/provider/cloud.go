@@ -89,9 +89,14 @@ func New(cfg *config.Config, clients *openstack.Clients, opts Options) (*Cloud, 
 	if opts.RegionInProviderID {
 		region = cfg.Global.Region
 	}
+	var trunks trunkSource
+	if clients.Neutron != nil {
+		trunks = openstack.NewTrunkCache(clients.Neutron, clients.ProjectID, ttl)
+	}
 	return &Cloud{
 		cfg: cfg,
 		instances: &instances{
+			trunks:           trunks,
 			servers:          openstack.NewServerCache(clients.Compute, ttl),
 			region:           cfg.Global.Region,
 			providerIDRegion: region,

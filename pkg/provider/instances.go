@@ -25,9 +25,16 @@ import (
 // two calls (a listing refresh and a direct lookup), and only Nova's own
 // answer can say "not found". The price is that data may be up to one TTL
 // old, which the periodic address sync corrects.
+//
+// Addresses on trunk subports come the same way: one reading of the
+// project's trunks per TTL (openstack.TrunkCache) serves every node, one
+// request when the project has no trunk.
 type instances struct {
 	// servers is Nova behind the bulk listing (openstack.ServerCache).
 	servers openstack.Compute
+	// trunks is Neutron's trunks behind one listing (openstack.TrunkCache);
+	// nil without a Neutron client: no subport addresses.
+	trunks trunkSource
 	// region is [Global] region, reported as the node's region.
 	region string
 	// providerIDRegion is written into providerIDs ("" for openstack:///).
@@ -94,7 +101,17 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 		i.recordLookupFailure(node, err)
 		return nil, err
 	}
-	addresses, err := nodeaddress.For(server, i.addresses)
+	view := nodeaddress.CloudView{Server: server}
+	if i.trunks != nil {
+		t, err := i.trunks.OfServer(ctx, server.ID)
+		if err != nil {
+			// Never publish without the subports: the Node would lose
+			// their addresses until the next sync.
+			return nil, fmt.Errorf("node %q: %w", node.Name, err)
+		}
+		view.Ports, view.Trunks, view.Subports, view.Networks = t.Ports, t.Trunks, t.Subports, t.Networks
+	}
+	addresses, err := nodeaddress.ForView(view, i.addresses)
 	if err != nil {
 		return nil, fmt.Errorf("node %q: %w", node.Name, err)
 	}
@@ -105,6 +122,11 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 		Zone:          sanitizeLabelValue(server.AvailabilityZone),
 		Region:        sanitizeLabelValue(i.region),
 	}, nil
+}
+
+// trunkSource answers which trunks are on a server's ports.
+type trunkSource interface {
+	OfServer(ctx context.Context, serverID string) (openstack.ServerTrunks, error)
 }
 
 // lookup finds the node's server: by providerID, or by exact name when the
