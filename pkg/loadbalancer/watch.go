@@ -103,10 +103,11 @@ type waitKey struct {
 
 func waitKeyOf(svc *corev1.Service) waitKey { return waitKey{refOf(svc), svc.UID} }
 
-// wait is one Service waiting for one load balancer.
+// wait is one Service waiting for one load balancer: since when, when it
+// last looked, when it is due back.
 type wait struct {
-	lbID, lbName, tag string
-	since, due        time.Time
+	lbID, lbName, tag  string
+	since, looked, due time.Time
 }
 
 // observed is a load balancer's provisioning status and the time it last
@@ -177,7 +178,7 @@ func (m *Manager) waitFor(svc *corev1.Service, id Identity, lb *LoadBalancer, re
 	}
 	cur.tag = ClusterTag(id.ClusterUID)
 	d := recheckAfter(now.Sub(cur.since), m.requeue())
-	cur.due = now.Add(d)
+	cur.looked, cur.due = now, now.Add(d)
 	for k, o := range w.waits {
 		if now.Sub(o.due) > forgetWait {
 			delete(w.waits, k)
@@ -275,10 +276,18 @@ func (m *Manager) forget(svc *corev1.Service) {
 	m.busy.mu.Unlock()
 }
 
-// busyStatus is what a view read at most viewSlack ago says of cur's load
-// balancer (zero: gone): Services that come back together share it.
+// busyStatus is what a view read at most viewSlack ago, and since the
+// Service last looked, says of cur's load balancer (zero: gone): Services
+// that come back together share it, and none is answered twice from one
+// reading.
 func (m *Manager) busyStatus(ctx context.Context, cur *wait) (observed, error) {
-	return m.viewFrom(ctx, time.Now().Add(-viewSlack), cur.lbID)
+	m.busy.mu.Lock()
+	need := cur.looked
+	m.busy.mu.Unlock()
+	if recent := time.Now().Add(-viewSlack); need.Before(recent) {
+		need = recent
+	}
+	return m.viewFrom(ctx, need, cur.lbID)
 }
 
 // viewFrom is what a view read at or after need says of the load balancer
