@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -131,6 +132,8 @@ type NodeUsage struct {
 	CPU    resource.Quantity
 	Memory resource.Quantity
 	Window string
+	// Timestamp is when the kubelet took the latest sample.
+	Timestamp time.Time
 }
 
 // NodeMetrics lists what `kubectl top nodes` shows: the metrics.k8s.io
@@ -142,8 +145,9 @@ func (cp *ControlPlane) NodeMetrics(ctx context.Context) (map[string]NodeUsage, 
 	}
 	var list struct {
 		Items []struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-			Window   metav1.Duration   `json:"window"`
+			Metadata  metav1.ObjectMeta `json:"metadata"`
+			Timestamp metav1.Time       `json:"timestamp"`
+			Window    metav1.Duration   `json:"window"`
 			Usage    struct {
 				CPU    resource.Quantity `json:"cpu"`
 				Memory resource.Quantity `json:"memory"`
@@ -155,7 +159,7 @@ func (cp *ControlPlane) NodeMetrics(ctx context.Context) (map[string]NodeUsage, 
 	}
 	out := map[string]NodeUsage{}
 	for _, it := range list.Items {
-		out[it.Metadata.Name] = NodeUsage{Name: it.Metadata.Name, CPU: it.Usage.CPU, Memory: it.Usage.Memory, Window: it.Window.Duration.String()}
+		out[it.Metadata.Name] = NodeUsage{Name: it.Metadata.Name, CPU: it.Usage.CPU, Memory: it.Usage.Memory, Window: it.Window.Duration.String(), Timestamp: it.Timestamp.Time}
 	}
 	return out, nil
 }

@@ -123,6 +123,9 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 	}
 	export(pki.Export)
 	conf := cloud.CloudConf(t, "")
+	// The CCM first: each applies the chart's RBAC, the approver's with
+	// approver.signer.enabled.
+	cp.StartCCM(ctx, t, conf)
 	stopApprover, err := cp.RunApproverWith(ctx, conf, approver.Options{}, func(c *approver.Config) {
 		c.SignWithCADir = caSecret
 		c.CABundle = approver.CABundle{
@@ -134,7 +137,6 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopApprover)
-	cp.StartCCM(ctx, t, conf)
 
 	names := []string{"metrics-1", "metrics-2", "metrics-3"}
 	var nodes []*framework.Node
@@ -154,6 +156,20 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 	}
 	published := waitPublished(ctx, t, cp, gvr.Version, cp.ServingCACert)
 
+	// What metrics-server scrapes: each kubelet's resource metrics, here
+	// through the apiserver's verified connection to it.
+	for _, name := range names {
+		var body []byte
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			body, err = cp.Admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + name + "/proxy/metrics/resource").DoRaw(ctx)
+			return err == nil && bytes.Contains(body, []byte("\nnode_cpu_usage_seconds_total ")) &&
+				bytes.Contains(body, []byte("\nnode_memory_working_set_bytes ")), nil
+		})
+		if err != nil {
+			t.Fatalf("kubelet %s serves no node CPU and memory on /metrics/resource: %v\n%s", name, err, body)
+		}
+	}
+
 	ms.Install(ctx, t, cp)
 	bins := map[string]string{"metrics-server": ms.Bin}
 	podSpec := func(vol corev1.Volume) corev1.PodSpec {
@@ -162,16 +178,16 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		var args []string
 		for _, a := range c.Args {
 			switch {
-			case strings.HasPrefix(a, "--kubelet-preferred-address-types="), strings.HasPrefix(a, "--metric-resolution="):
+			case strings.HasPrefix(a, "--kubelet-preferred-address-types="):
 			case a == "--kubelet-insecure-tls":
 				t.Fatalf("upstream's Deployment has %s", a)
 			default:
 				args = append(args, a)
 			}
 		}
-		// The lab: the pod's own address, and the least scrape interval
-		// metrics-server allows (upstream's is 15 s) to keep the test short.
-		c.Args = append(append(args, documentedArgs...), "--bind-address="+framework.MetricsServerIP, "--metric-resolution=10s")
+		// The lab: the pod's own address (upstream's scrape interval, 15 s,
+		// is kept).
+		c.Args = append(append(args, documentedArgs...), "--bind-address="+framework.MetricsServerIP)
 		c.VolumeMounts = append(c.VolumeMounts,
 			corev1.VolumeMount{Name: caVolume, MountPath: caMountPath, ReadOnly: true},
 			// What ServiceAccount admission adds to every pod.
@@ -202,7 +218,7 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		if n := mountedCerts(t, pod); n != 1 {
 			t.Fatalf("the projected bundle holds %d certificates, want the one CA", n)
 		}
-		usage := waitMetrics(ctx, t, cp, pod, names, nil, 2*time.Minute)
+		usage := waitMetrics(ctx, t, cp, pod, time.Now(), names, nil, 2*time.Minute)
 		logTop(t, usage)
 		t.Logf("metrics for %d nodes %v after metrics-server started", len(names), time.Since(phase).Round(time.Second))
 		pod.Stop()
@@ -252,7 +268,7 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 	t.Run("c: through a rotation of the kubelet-serving CA, as documented, metrics keep flowing", func(t *testing.T) {
 		phase := time.Now()
 		before := startPod(t, ctbVolume())
-		waitMetrics(ctx, t, cp, before, names, nil, 2*time.Minute)
+		waitMetrics(ctx, t, cp, before, time.Now(), names, nil, 2*time.Minute)
 
 		// Step 2 of the rotation: the Secret holds the current pair and
 		// the bundle of both; the approver publishes the bundle.
@@ -281,7 +297,7 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("metrics-server, its CA file now holding both CAs, did not refuse %s's next-CA certificate twice (%d): does it reload the file?", names[0], refused)
 		}
-		waitMetrics(ctx, t, cp, before, names[1:], names[:1], 2*time.Minute)
+		waitMetrics(ctx, t, cp, before, time.Now(), names[1:], names[:1], 2*time.Minute)
 		t.Logf("without a restart, metrics-server kept its old CA: %s (next CA) dropped out, the others stayed", names[0])
 		before.Stop()
 
@@ -292,10 +308,10 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		if n := mountedCerts(t, after); n != 2 {
 			t.Fatalf("the restarted pod's bundle holds %d certificates, want 2", n)
 		}
-		waitMetrics(ctx, t, cp, after, names, nil, 2*time.Minute)
+		waitMetrics(ctx, t, cp, after, time.Now(), names, nil, 2*time.Minute)
 		for _, n := range nodes[1:] {
 			renew(ctx, t, n, res.Next.CertPEM)
-			waitMetrics(ctx, t, cp, after, names, nil, 2*time.Minute)
+			waitMetrics(ctx, t, cp, after, time.Now(), names, nil, 2*time.Minute)
 		}
 
 		// --finish: the bundle holds the new CA alone.
@@ -309,7 +325,7 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 		if n := mountedCerts(t, final); n != 1 {
 			t.Fatalf("after --finish the bundle holds %d certificates, want the new CA alone", n)
 		}
-		usage := waitMetrics(ctx, t, cp, final, names, nil, 2*time.Minute)
+		usage := waitMetrics(ctx, t, cp, final, time.Now(), names, nil, 2*time.Minute)
 		logTop(t, usage)
 		t.Logf("rotation with %d kubelets, metrics-server restarted twice: %v", len(nodes), time.Since(phase).Round(time.Second))
 	})
@@ -338,9 +354,10 @@ func renew(ctx context.Context, t *testing.T, n *framework.Node, ca []byte) {
 }
 
 // waitMetrics waits until the metrics API lists every node of present with
-// CPU and memory usage above zero and none of absent, and returns the
-// listing. Two scrapes are needed before a node's CPU rate exists.
-func waitMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, pod *framework.Pod, present, absent []string, timeout time.Duration) map[string]framework.NodeUsage {
+// CPU and memory usage above zero from a sample taken after since, and
+// none of absent, and returns the listing. Two scrapes are needed before a
+// node's CPU rate exists.
+func waitMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, pod *framework.Pod, since time.Time, present, absent []string, timeout time.Duration) map[string]framework.NodeUsage {
 	t.Helper()
 	var usage map[string]framework.NodeUsage
 	var last error
@@ -354,7 +371,7 @@ func waitMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		}
 		for _, name := range present {
 			u, ok := usage[name]
-			if !ok || u.CPU.Sign() <= 0 || u.Memory.Sign() <= 0 {
+			if !ok || u.CPU.Sign() <= 0 || u.Memory.Sign() <= 0 || !u.Timestamp.After(since) {
 				last = fmt.Errorf("node %s: %+v (listed %t)", name, u, ok)
 				return false, nil
 			}
