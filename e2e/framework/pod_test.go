@@ -24,3 +24,18 @@ func TestContainerArgsAreWhatTheKubeletWouldRun(t *testing.T) {
 		t.Errorf("args %q, want %q", got, want)
 	}
 }
+
+// TestProjectedFilesAreWhatTheKubeletWrites: items pick keys (a missing
+// one left out), and a signer's ClusterTrustBundles project each
+// certificate once.
+func TestProjectedFilesAreWhatTheKubeletWrites(t *testing.T) {
+	got := keyFiles(map[string][]byte{"ca.crt": []byte("a"), "other": []byte("b")}, []corev1.KeyToPath{{Key: "ca.crt", Path: "x/ca.pem"}, {Key: "absent", Path: "y"}})
+	if len(got) != 1 || string(got["x/ca.pem"]) != "a" {
+		t.Errorf("items: %q", got)
+	}
+	one := "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n"
+	two := "-----BEGIN CERTIFICATE-----\nBAUG\n-----END CERTIFICATE-----\n"
+	if got := string(joinPEMOnce([]string{two + one, one})); got != one+two {
+		t.Errorf("bundle %q, want each certificate once, sorted", got)
+	}
+}
