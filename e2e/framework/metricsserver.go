@@ -148,7 +148,7 @@ func (cp *ControlPlane) NodeMetrics(ctx context.Context) (map[string]NodeUsage, 
 			Metadata  metav1.ObjectMeta `json:"metadata"`
 			Timestamp metav1.Time       `json:"timestamp"`
 			Window    metav1.Duration   `json:"window"`
-			Usage    struct {
+			Usage     struct {
 				CPU    resource.Quantity `json:"cpu"`
 				Memory resource.Quantity `json:"memory"`
 			} `json:"usage"`
