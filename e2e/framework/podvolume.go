@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -78,7 +80,11 @@ func writeVolume(dir string, files map[string][]byte) error {
 }
 
 func (cp *ControlPlane) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, optional *bool) (map[string][]byte, error) {
-	s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	var s *corev1.Secret
+	err := untilFound(ctx, optional, func(ctx context.Context) (err error) {
+		s, err = cp.Admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	switch {
 	case apierrors.IsNotFound(err) && optional != nil && *optional:
 		return nil, nil // the kubelet mounts an optional missing Secret empty
@@ -89,7 +95,11 @@ func (cp *ControlPlane) secretFiles(ctx context.Context, ns, name string, items 
 }
 
 func (cp *ControlPlane) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, optional *bool) (map[string][]byte, error) {
-	c, err := cp.Admin.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	var c *corev1.ConfigMap
+	err := untilFound(ctx, optional, func(ctx context.Context) (err error) {
+		c, err = cp.Admin.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	switch {
 	case apierrors.IsNotFound(err) && optional != nil && *optional:
 		return nil, nil
@@ -104,6 +114,21 @@ func (cp *ControlPlane) configMapFiles(ctx context.Context, ns, name string, ite
 		data[k] = v
 	}
 	return keyFiles(data, items), nil
+}
+
+// untilFound runs get until it finds its object: the kubelet waits for a
+// volume's missing ConfigMap or Secret (the pod stays ContainerCreating),
+// here up to a minute; an optional one is not waited for.
+func untilFound(ctx context.Context, optional *bool, get func(context.Context) error) error {
+	if optional != nil && *optional {
+		return get(ctx)
+	}
+	var err error
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err = get(ctx)
+		return !apierrors.IsNotFound(err), nil
+	})
+	return err
 }
 
 // keyFiles is every key as a file of its name or, with items, only those
