@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	// From Kubernetes 1.37 both are github.com/google/cadvisor/lib/model
+	// (module github.com/google/cadvisor/lib), with the same type names.
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
