@@ -4,7 +4,8 @@
 // certificate with a bootstrap token, registers with --cloud-provider=external
 // (and so with the uninitialized taint), and asks for its serving certificate
 // through a kubernetes.io/kubelet-serving CSR (serverTLSBootstrap) which it then
-// serves on --node-ip:--port.
+// serves on --node-ip:--port. Its node reports this process's own CPU and
+// memory use as the node's (usage.go), so resource metrics are served.
 //
 // The e2e lab runs one process per simulated node, each on its own 198.18.x.y
 // address inside the lab's network namespace.
@@ -30,7 +31,6 @@ import (
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
-	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubemark"
@@ -166,7 +166,7 @@ func run(ctx context.Context, c config) error {
 	}
 
 	hollow := kubemark.NewHollowKubelet(flags, kc, client, heartbeatClient,
-		&cadvisortest.Fake{NodeName: c.nodeName},
+		newProcessCadvisor(c.nodeName),
 		runtime.ImageService, runtimeService, cm.NewStubContainerManager())
 
 	// kubemark leaves TLSOptions nil, which disables the serving-certificate
