@@ -9,6 +9,10 @@
 //
 // The e2e lab runs one process per simulated node, each on its own 198.18.x.y
 // address inside the lab's network namespace.
+//
+// This file builds against every kubelet minor the lab runs: the 1.37 tools
+// module here and, through a symlink, the older-kubelet module in
+// ../kubelet134. What differs between minors lives in runtime.go of each.
 package main
 
 import (
@@ -23,11 +27,9 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
@@ -160,7 +162,7 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("start fake runtime: %w", err)
 	}
 	defer runtime.Stop()
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, endpoint, 15*time.Second, noop.NewTracerProvider(), false)
+	runtimeService, err := newRuntimeService(ctx, endpoint)
 	if err != nil {
 		return fmt.Errorf("runtime service: %w", err)
 	}

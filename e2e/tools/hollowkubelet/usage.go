@@ -9,10 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	// From Kubernetes 1.37 both are github.com/google/cadvisor/lib/model
-	// (module github.com/google/cadvisor/lib), with the same type names.
-	cadvisorapi "github.com/google/cadvisor/info/v1"
-	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 )
 
@@ -38,11 +34,11 @@ func newProcessCadvisor(nodeName string) *processCadvisor {
 // ContainerInfoV2 answers for "/" alone, as a non-recursive request (the
 // kubelet's node stats) or a recursive one (it then holds no pod's
 // containers: the runtime is fake).
-func (c *processCadvisor) ContainerInfoV2(name string, options cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error) {
+func (c *processCadvisor) ContainerInfoV2(name string, options requestOptions) (map[string]containerInfo, error) {
 	if name != "/" {
 		return c.Fake.ContainerInfoV2(name, options)
 	}
-	machine, err := c.MachineInfo()
+	memory, err := machineMemory(&c.Fake)
 	if err != nil {
 		return nil, err
 	}
@@ -55,26 +51,26 @@ func (c *processCadvisor) ContainerInfoV2(name string, options cadvisorapiv2.Req
 	if err != nil {
 		return nil, err
 	}
-	stats := &cadvisorapiv2.ContainerStats{
+	stats := &containerStats{
 		Timestamp: now,
-		Cpu:       &cadvisorapi.CpuStats{Usage: cadvisorapi.CpuUsage{Total: used}},
-		Memory:    &cadvisorapi.MemoryStats{Usage: rss, WorkingSet: rss, RSS: rss},
+		Cpu:       &cpuStats{Usage: cpuUsage{Total: used}},
+		Memory:    &memoryStats{Usage: rss, WorkingSet: rss, RSS: rss},
 	}
 	c.mu.Lock()
 	if !c.lastAt.IsZero() && now.After(c.lastAt) && used >= c.lastUsed {
 		rate := float64(used-c.lastUsed) / now.Sub(c.lastAt).Seconds() // nanocores
-		stats.CpuInst = &cadvisorapiv2.CpuInstStats{Usage: cadvisorapiv2.CpuInstUsage{Total: uint64(rate)}}
+		stats.CpuInst = &cpuInstStats{Usage: cpuInstUsage{Total: uint64(rate)}}
 	}
 	c.lastAt, c.lastUsed = now, used
 	c.mu.Unlock()
-	return map[string]cadvisorapiv2.ContainerInfo{"/": {
-		Spec: cadvisorapiv2.ContainerSpec{
+	return map[string]containerInfo{"/": {
+		Spec: containerSpec{
 			CreationTime: c.start,
 			HasCpu:       true,
 			HasMemory:    true,
-			Memory:       cadvisorapiv2.MemorySpec{Limit: machine.MemoryCapacity},
+			Memory:       memorySpec{Limit: memory},
 		},
-		Stats: []*cadvisorapiv2.ContainerStats{stats},
+		Stats: []*containerStats{stats},
 	}}, nil
 }
 
