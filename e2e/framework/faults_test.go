@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -248,5 +249,32 @@ func TestGroupStatesSeesAFrozenGroupAndItsEnd(t *testing.T) {
 	go func() { _ = c.Wait() }()
 	if !waitGroupGone(pid, 5*time.Second) {
 		t.Errorf("group %d still there after SIGKILL: %v", pid, groupStates(pid))
+	}
+}
+
+// The connection a test process opens is found to be its own process
+// group's (what ties a MariaDB session to the service that opened it).
+func TestTCPClientGroupFindsTheProcessOfAConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().(*net.TCPAddr).Port
+	remote := l.Addr().(*net.TCPAddr).Port
+	g, ok := tcpClientGroup(local, remote)
+	if want := syscall.Getpgrp(); !ok || g != want {
+		t.Errorf("group of %d→%d: %d %v, want %d", local, remote, g, ok, want)
+	}
+	if _, ok := tcpClientGroup(remote, local+1); ok {
+		t.Error("found a connection that does not exist")
+	}
+	if hexPort("0100007F:0CEA") != 3306 {
+		t.Error("hexPort")
 	}
 }

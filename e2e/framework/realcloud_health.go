@@ -17,9 +17,11 @@ import (
 )
 
 // WaitHealthy waits until every service of the real cloud answers again
-// (see HealthChecks), for at most timeout, and returns how long it took.
-func (r *RealCloud) WaitHealthy(ctx context.Context, timeout time.Duration) (time.Duration, error) {
-	took, err := WaitHealthy(ctx, r.HealthChecks(), 2*time.Second, timeout)
+// (see HealthChecks) and every compute service has reported since since
+// (the end of the last fault; zero: any time), for at most timeout, and
+// returns how long it took.
+func (r *RealCloud) WaitHealthy(ctx context.Context, since time.Time, timeout time.Duration) (time.Duration, error) {
+	took, err := WaitHealthy(ctx, r.HealthChecks(since), 2*time.Second, timeout)
 	if err != nil {
 		return took, fmt.Errorf("real cloud: %w (%s)", err, r.LogsHint())
 	}
@@ -31,8 +33,10 @@ func (r *RealCloud) WaitHealthy(ctx context.Context, timeout time.Duration) (tim
 // RabbitMQ speaking their protocols, ovn-northd active, a fresh Keystone
 // token (which needs MariaDB), and one authenticated read from each API;
 // Nova's compute services reported up (which needs RabbitMQ and the
-// conductor).
-func (r *RealCloud) HealthChecks() []HealthCheck {
+// conductor) after since: a nova-compute that is still starting (or
+// exited while starting: it does when Keystone does not answer it) shows
+// as "up" for service_down_time after its last report before the fault.
+func (r *RealCloud) HealthChecks(since time.Time) []HealthCheck {
 	var provider *gophercloud.ProviderClient
 	token := func(ctx context.Context) error {
 		op := r.Info.Users[realCloudOperator]
@@ -67,6 +71,7 @@ func (r *RealCloud) HealthChecks() []HealthCheck {
 	var services struct {
 		Services []struct {
 			Binary, Host, State, Status string
+			UpdatedAt                   string `json:"updated_at"`
 		} `json:"services"`
 	}
 	return []HealthCheck{
@@ -86,8 +91,15 @@ func (r *RealCloud) HealthChecks() []HealthCheck {
 			}
 			var down []string
 			for _, s := range services.Services {
-				if s.State != "up" {
+				// Nova's time, in UTC without a zone.
+				at, err := time.Parse("2006-01-02T15:04:05.999999", s.UpdatedAt)
+				switch {
+				case s.State != "up":
 					down = append(down, s.Host+" "+s.State)
+				case err != nil:
+					down = append(down, fmt.Sprintf("%s updated_at %q", s.Host, s.UpdatedAt))
+				case at.Before(since.Add(-time.Second)):
+					down = append(down, fmt.Sprintf("%s has not reported since %s (last %s)", s.Host, since.UTC().Format(time.TimeOnly), at.Format(time.TimeOnly)))
 				}
 			}
 			if len(services.Services) == 0 || len(down) > 0 {
@@ -169,45 +181,6 @@ func (r *RealCloud) checkNorthd(ctx context.Context) error {
 	}
 	if !strings.Contains(string(out), "active") {
 		return fmt.Errorf("ovn-northd status: %s", bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-// SQL runs statements as MariaDB's root over the lab's socket, as an
-// OpenStack admin does at the database, and returns the tab-separated
-// rows.
-func (r *RealCloud) SQL(ctx context.Context, statements string) (string, error) {
-	c := exec.CommandContext(ctx, "mariadb", r.mariadbArgs("-N", "-B", "-e", statements)...)
-	c.Env = RealCloudEnv(RealCloudIP)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
-		return "", fmt.Errorf("mariadb %q: %w: %s", statements, err, bytes.TrimSpace(errb.Bytes()))
-	}
-	return out.String(), nil
-}
-
-func (r *RealCloud) mariadbArgs(extra ...string) []string {
-	return append([]string{
-		"--defaults-file=" + filepath.Join(r.Dir, "etc", "my.cnf"),
-		"--socket=" + filepath.Join(r.Dir, "mysql", "mysql.sock"),
-		"-uroot",
-	}, extra...)
-}
-
-// MarkLoadBalancerError is what an OpenStack admin does to a load balancer
-// Octavia left PENDING_*: set its provisioning_status to ERROR in
-// Octavia's database (there is no API for it).
-func (r *RealCloud) MarkLoadBalancerError(ctx context.Context, id string) error {
-	if strings.ContainsAny(id, "'\\") {
-		return fmt.Errorf("load balancer ID %q", id)
-	}
-	out, err := r.SQL(ctx, fmt.Sprintf("UPDATE octavia.load_balancer SET provisioning_status='ERROR' WHERE id='%s'; SELECT ROW_COUNT();", id))
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(out) != "1" {
-		return fmt.Errorf("mark load balancer %s ERROR: %s rows changed", id, strings.TrimSpace(out))
 	}
 	return nil
 }
