@@ -61,7 +61,7 @@ type clouds struct {
 	neutron, octavia *gophercloud.ServiceClient
 }
 
-func newClouds(ctx context.Context, t *testing.T, c *framework.Cloud) *clouds {
+func newClouds(ctx context.Context, t *testing.T, c framework.TestCloud) *clouds {
 	t.Helper()
 	cfg, _, err := config.Load(c.CloudConf(t, ""))
 	if err != nil {
@@ -99,10 +99,19 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
 	defer cancel()
+	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond})
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}),
+		cp: framework.SharedControlPlane(t), cloud: sim.Backend(), sim: sim,
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
+	s.play(reportPath)
+}
+
+// play sets the lab up, runs the schedule, converges, cleans up, and
+// writes and checks the report.
+func (s *soak) play(reportPath string) {
+	t, ctx, d, seed := s.t, s.ctx, s.d, s.report.Seed
+	nNodes := s.report.Nodes
 	s.api = newClouds(ctx, t, s.cloud)
 	s.setUp(nNodes)
 	t.Cleanup(s.tearDown)
@@ -155,7 +164,10 @@ type soak struct {
 	led       *ledger
 	d         time.Duration
 	cp        *framework.ControlPlane
-	cloud     *framework.Cloud
+	cloud     framework.TestCloud
+	sim       *framework.Cloud     // the simulator, nil on the real cloud
+	real      *realFaults          // the real cloud and its faults, nil on the simulator
+	ccmReg    *prometheus.Registry // the CCM's metrics (its cloud calls)
 	api       *clouds
 	routerID  string
 	conf      string
@@ -206,7 +218,10 @@ func (s *soak) setUp(nNodes int) {
 }
 
 func (s *soak) startCCM() {
-	stop, err := s.cp.RunCCM(s.ctx, s.conf, s.ccmArgs...)
+	if s.ccmReg == nil {
+		s.ccmReg = prometheus.NewRegistry()
+	}
+	stop, err := s.cp.RunCCMWithRegistry(s.ctx, s.conf, s.ccmReg, s.ccmArgs...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -291,14 +306,14 @@ func (s *soak) setUpOther() {
 		t.Fatal(err)
 	}
 	o.fipID = fip.ID
-	time.Sleep(time.Second) // their load balancer settles (OctaviaDelay)
-	if s.before, err = o.snapshot(ctx, api, s.routerID); err != nil {
+	s.waitActive(o.lbID) // their load balancer settles
+	if s.before, err = o.snapshot(ctx, api, s.routerID, s.real != nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *soak) tearDown() {
-	s.cloud.Sim.ClearFaults()
+	s.clearFaults()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range s.nodes {
