@@ -197,7 +197,7 @@ func (s *soak) pick(up bool) *node {
 	defer s.mu.Unlock()
 	var names []string
 	for name, n := range s.nodes {
-		if n.up == up && name != "soak-1" {
+		if n.up == up && name != s.nodeName(1) {
 			names = append(names, name)
 		}
 	}

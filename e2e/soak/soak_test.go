@@ -113,6 +113,7 @@ func (s *soak) play(reportPath string) {
 	t, ctx, d, seed := s.t, s.ctx, s.d, s.report.Seed
 	nNodes := s.report.Nodes
 	s.api = newClouds(ctx, t, s.cloud)
+	s.led.nodePrefix = s.nodePrefix()
 	s.setUp(nNodes)
 	t.Cleanup(s.tearDown)
 
@@ -184,6 +185,18 @@ type soak struct {
 	report    Report
 }
 
+// nodePrefix begins the soak's node names: soak-, or real-soak- on the
+// real cloud, so that the two soaks of one test binary, which share its
+// control plane, never take each other's Nodes for their own.
+func (s *soak) nodePrefix() string {
+	if s.real != nil {
+		return "real-soak-"
+	}
+	return "soak-"
+}
+
+func (s *soak) nodeName(i int) string { return fmt.Sprintf("%s%d", s.nodePrefix(), i) }
+
 func (s *soak) elapsed() float64 { return time.Since(s.led.start).Seconds() }
 
 func (s *soak) fault(kind, detail string, until float64) {
@@ -209,7 +222,7 @@ func (s *soak) setUp(nNodes int) {
 	s.led.watch(ctx, factory)
 	s.watchReadyLoss(factory)
 	for i := 1; i <= nNodes; i++ {
-		s.join(fmt.Sprintf("soak-%d", i), i)
+		s.join(s.nodeName(i), i)
 	}
 	s.setUpOther()
 	if _, err := s.cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "soak"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -274,7 +287,7 @@ func (s *soak) setUpOther() {
 	if _, err := ports.Update(ctx, api.neutron, o.serverPort, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	o.nodePort = portOf(s.nodes["soak-1"].serverID)
+	o.nodePort = portOf(s.nodes[s.nodeName(1)].serverID)
 	vrrp := []ports.AddressPair{{IPAddress: operatorVIP, MACAddress: "fa:16:3e:00:00:aa"}}
 	if _, err := ports.Update(ctx, api.neutron, o.nodePort, ports.UpdateOpts{AllowedAddressPairs: &vrrp}).Extract(); err != nil {
 		t.Fatal(err)
@@ -320,6 +333,11 @@ func (s *soak) tearDown() {
 		if n.kubelet != nil {
 			n.kubelet.Remove()
 		}
+	}
+	// The control plane outlives the soak: its Nodes must not outlive it
+	// (the next test's CCM would delete them, as Nodes of no server).
+	for name := range s.nodes {
+		_ = s.cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 	}
 	if s.stopCCM != nil {
 		s.stopCCM()

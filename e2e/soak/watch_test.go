@@ -48,6 +48,9 @@ type ledger struct {
 	// (never-initialized Nodes of deleted servers), by UID.
 	operatorDeleted map[types.UID]bool
 	checkedCSRs     map[string]bool
+	// nodePrefix is how the names of the soak's own nodes begin: only
+	// their Nodes and CSRs are judged.
+	nodePrefix string
 	violations      []string
 	inv             Invariants
 	counts          map[string]int
@@ -130,7 +133,7 @@ func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFact
 			obj = tomb.Obj
 		}
 		n, ok := obj.(*corev1.Node)
-		if !ok {
+		if !ok || !strings.HasPrefix(n.Name, l.nodePrefix) {
 			return
 		}
 		l.mu.Lock()
@@ -162,7 +165,8 @@ func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFact
 }
 
 func (l *ledger) checkCSR(csr *certificatesv1.CertificateSigningRequest) {
-	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName ||
+		!strings.HasPrefix(csr.Spec.Username, "system:node:"+l.nodePrefix) {
 		return
 	}
 	var at, deniedAt time.Time
