@@ -51,9 +51,9 @@ type ledger struct {
 	// nodePrefix is how the names of the soak's own nodes begin: only
 	// their Nodes and CSRs are judged.
 	nodePrefix string
-	violations      []string
-	inv             Invariants
-	counts          map[string]int
+	violations []string
+	inv        Invariants
+	counts     map[string]int
 }
 
 func newLedger() *ledger {
