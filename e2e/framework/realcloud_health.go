@@ -61,7 +61,10 @@ func (r *RealCloud) HealthChecks(since time.Time) []HealthCheck {
 			if err != nil {
 				return err
 			}
-			_, err = c.Get(ctx, c.Endpoint+path, into, &gophercloud.RequestOpts{OkCodes: []int{200}})
+			resp, err := c.Get(ctx, c.Endpoint+path, into, &gophercloud.RequestOpts{OkCodes: []int{200}})
+			if resp != nil && resp.Body != nil {
+				_ = resp.Body.Close()
+			}
 			if err != nil {
 				return fmt.Errorf("GET %s%s: %w", c.Endpoint, path, err)
 			}
