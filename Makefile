@@ -50,14 +50,16 @@ unit: ## Unit tests (no control plane), with the race detector.
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	cd hack/imagetool && CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
-tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, upstream CCM) and golangci-lint into the cache.
+tools: lab-tools ## Build the pinned e2e binaries (etcd, kube-apiserver, kcm, kubeadm, helm 3/4, hollow kubelet, OCI registry, metrics-server, upstream CCM) and golangci-lint into the cache.
 	@e2e/upstreamccm/build.sh >/dev/null
 	@hack/tools/build.sh >/dev/null
 
-# The lab's own binaries. The upstream CCM (the rest of `tools`) is built by
-# e2e/takeover's TestMain when absent, beside the longer packages.
+# The lab's own binaries, and metrics-server (e2e/metrics runs it; cached
+# apart, keyed by its own module). The upstream CCM (the rest of `tools`) is
+# built by e2e/takeover's TestMain when absent, beside the longer packages.
 lab-tools:
 	@e2e/tools/build.sh >/dev/null
+	@e2e/metricsserver/build.sh >/dev/null
 
 e2e: lab-tools ## End-to-end tests on a real control plane in a private network namespace.
 	@# e2e/release builds the images inside the lab, which has no route out.

@@ -227,7 +227,7 @@ func TestKubeadmAcceptsTheConfiguration(t *testing.T) {
 		"init": {
 			nodeName(kubeadmDoc(t, "InitConfiguration", kcp.InitConfiguration, nil), "prod-eu1-control-plane-abcde"),
 			kubeadmDoc(t, "ClusterConfiguration", kcp.ClusterConfiguration, map[string]any{
-				"kubernetesVersion": "v1.36.3", "clusterName": clusterName, "controlPlaneEndpoint": "192.0.2.100:6443",
+				"kubernetesVersion": "v1.37.2", "clusterName": clusterName, "controlPlaneEndpoint": "192.0.2.100:6443",
 				"networking": map[string]any{"serviceSubnet": "10.96.0.0/12", "podSubnet": "10.244.0.0/16", "dnsDomain": "cluster.local"},
 			}),
 		},

@@ -31,7 +31,20 @@ type NodeOptions struct {
 	Port int
 	// ExtraArgs are passed to the hollow kubelet as they are.
 	ExtraArgs []string
+	// Kubelet names the hollow kubelet binary in the tools directory: empty
+	// is the control plane's own minor (HollowKubelet), OldestKubelet the
+	// oldest minor the version skew policy lets join it.
+	Kubelet string
 }
+
+// The hollow kubelets e2e/tools/build.sh builds.
+const (
+	// HollowKubelet is of the control plane's minor (1.37).
+	HollowKubelet = "hollow-kubelet"
+	// OldestKubelet is three minors older (1.34): the oldest kubelet the
+	// version skew policy allows with a 1.37 apiserver, as during an upgrade.
+	OldestKubelet = "hollow-kubelet-1.34"
+)
 
 // Node is a running hollow kubelet.
 type Node struct {
@@ -65,6 +78,13 @@ func (cp *ControlPlane) StartNode(t testing.TB, opts NodeOptions) *Node {
 func (cp *ControlPlane) LaunchNode(opts NodeOptions) (*Node, error) {
 	if opts.Port == 0 {
 		opts.Port = 10250
+	}
+	if opts.Kubelet == "" {
+		opts.Kubelet = HollowKubelet
+	}
+	bin := filepath.Join(cp.toolsDir, opts.Kubelet)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("kubelet %s: %w (build it with e2e/tools/build.sh)", opts.Kubelet, err)
 	}
 	nodeIP := opts.IP
 	for _, ip := range []string{opts.IP, opts.IPv6} {
@@ -101,7 +121,7 @@ func (cp *ControlPlane) LaunchNode(opts NodeOptions) (*Node, error) {
 		args = append(args, "--provider-id", opts.ProviderID)
 	}
 	args = append(args, opts.ExtraArgs...)
-	n := &Node{NodeOptions: opts, dir: dir, args: args, bin: filepath.Join(cp.toolsDir, "hollow-kubelet")}
+	n := &Node{NodeOptions: opts, dir: dir, args: args, bin: bin}
 	if err := n.Boot(); err != nil {
 		return nil, err
 	}

@@ -5,15 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -24,6 +21,9 @@ import (
 type Pod struct {
 	Spec  corev1.PodSpec
 	Procs []*Process
+	// Volumes are the directories of the pod's volumes, by volume name.
+	Volumes map[string]string
+	ns      string
 }
 
 // StartPod starts every container of spec (a pod of namespace ns) from
@@ -31,9 +31,9 @@ type Pod struct {
 // from: `go build`, or a release's image.
 func (cp *ControlPlane) StartPod(ctx context.Context, t *testing.T, ns string, spec corev1.PodSpec, bins map[string]string) *Pod {
 	t.Helper()
-	mounts := podVolumes(ctx, t, cp, ns, spec)
+	dirs, mounts := podVolumes(ctx, t, cp, ns, spec)
 	logDir := t.TempDir()
-	p := &Pod{Spec: spec}
+	p := &Pod{Spec: spec, Volumes: dirs, ns: ns}
 	for _, c := range spec.Containers {
 		bin, ok := bins[c.Name]
 		if !ok {
@@ -42,15 +42,40 @@ func (cp *ControlPlane) StartPod(ctx context.Context, t *testing.T, ns string, s
 		kubeconfig := cp.containerKubeconfig(ctx, t, ns, spec, c)
 		args := containerArgs(c, mounts)
 		// What a pod gets from its ServiceAccount in cluster: the API
-		// client identity and, for the CCM, delegated authentication.
+		// client identity and, for the servers that delegate
+		// authentication and authorization to the apiserver (the CCM,
+		// metrics-server), the in-cluster config they would find for it.
 		args = append(args, "--kubeconfig="+kubeconfig)
-		if c.Name == "ccm" {
+		if c.Name == "ccm" || c.Name == "metrics-server" {
 			args = append(args, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
 		}
 		t.Logf("%s %s %s", c.Name, bin, strings.Join(args, " "))
 		p.Procs = append(p.Procs, StartProcessForTest(t, logDir, c.Name, bin, args...))
 	}
 	return p
+}
+
+// Stop ends every container, as deleting the pod does.
+func (p *Pod) Stop() {
+	for _, proc := range p.Procs {
+		proc.Stop()
+	}
+}
+
+// SyncVolumes rewrites the pod's volumes from the objects they come from,
+// in place, as the kubelet's periodic sync updates ConfigMap, Secret and
+// projected volumes of a running pod.
+func (p *Pod) SyncVolumes(ctx context.Context, cp *ControlPlane) error {
+	for _, v := range p.Spec.Volumes {
+		files, err := cp.volumeFiles(ctx, p.ns, v)
+		if err != nil {
+			return err
+		}
+		if err := writeVolume(p.Volumes[v.Name], files); err != nil {
+			return fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+	}
+	return nil
 }
 
 // Running fails as soon as a container has exited.
@@ -117,53 +142,30 @@ func (cp *ControlPlane) CheckNodeJoins(ctx context.Context, t *testing.T, cloud 
 	}
 }
 
-// podVolumes materializes the pod's Secret volumes as directories, as the
-// kubelet would, and returns mountPath → directory.
-func podVolumes(ctx context.Context, t *testing.T, cp *ControlPlane, ns string, pod corev1.PodSpec) map[string]string {
+// podVolumes materializes the pod's volumes as directories, as the kubelet
+// would (see volumeFiles), and returns volume name → directory and
+// mountPath → directory.
+func podVolumes(ctx context.Context, t *testing.T, cp *ControlPlane, ns string, pod corev1.PodSpec) (dirs, paths map[string]string) {
 	t.Helper()
-	dirs := map[string]string{}
+	dirs = map[string]string{}
 	for _, v := range pod.Volumes {
 		dir := t.TempDir()
-		if v.Secret != nil {
-			s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional:
-				s = &corev1.Secret{} // the kubelet mounts an optional missing Secret empty
-			case err != nil:
-				t.Fatalf("volume %s: %v", v.Name, err)
-			}
-			// With items only those keys appear, at their paths (a missing
-			// key of an optional Secret is left out, as the kubelet does).
-			files := map[string]string{}
-			for k := range s.Data {
-				files[k] = k
-			}
-			if len(v.Secret.Items) > 0 {
-				files = map[string]string{}
-				for _, it := range v.Secret.Items {
-					if _, ok := s.Data[it.Key]; ok {
-						files[it.Key] = it.Path
-					}
-				}
-			}
-			for k, path := range files {
-				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o750); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, path), s.Data[k], 0o440); err != nil {
-					t.Fatal(err)
-				}
-			}
+		files, err := cp.volumeFiles(ctx, ns, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeVolume(dir, files); err != nil {
+			t.Fatalf("volume %s: %v", v.Name, err)
 		}
 		dirs[v.Name] = dir
 	}
-	paths := map[string]string{}
+	paths = map[string]string{}
 	for _, c := range pod.Containers {
 		for _, m := range c.VolumeMounts {
 			paths[m.MountPath] = dirs[m.Name]
 		}
 	}
-	return paths
+	return dirs, paths
 }
 
 // containerArgs are the container's args with paths under its mounts
@@ -186,13 +188,18 @@ func containerArgs(c corev1.Container, mounts map[string]string) []string {
 		a = expand.Replace(a)
 		// The longest mount that holds the path wins; replaced once (the
 		// directories themselves live under /tmp, a mount too).
+		// A flag naming the mount point itself (--cert-dir=/tmp) points
+		// at the volume too.
 		best := ""
 		for mountPath := range mounts {
-			if strings.Contains(a, "="+mountPath+"/") && len(mountPath) > len(best) {
+			if (strings.Contains(a, "="+mountPath+"/") || strings.HasSuffix(a, "="+mountPath)) && len(mountPath) > len(best) {
 				best = mountPath
 			}
 		}
-		if best != "" {
+		switch {
+		case best != "" && strings.HasSuffix(a, "="+best):
+			a = strings.TrimSuffix(a, best) + mounts[best]
+		case best != "":
 			a = strings.Replace(a, "="+best+"/", "="+mounts[best]+"/", 1)
 		}
 		args = append(args, a)

@@ -43,12 +43,21 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 		if _, err := cp.Admin.CoreV1().Services("more").Create(ctx, lbService("more", "phoenix"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		broken := waitTree(ctx, t, api, 60*time.Second, name+" in ERROR", func(st *octaviaState) bool {
-			return st.LBs[name].Status == "ERROR"
+		// The one Octavia will fail, and its floating IP: the CCM replaces
+		// it as soon as it sees it in ERROR, so it is read before that.
+		broken := waitTree(ctx, t, api, 60*time.Second, name+" created", func(st *octaviaState) bool {
+			return st.LBs[name].ID != ""
 		}).LBs[name]
-		fipsBefore := fipsOnPort(ctx, t, api, broken.VIPPortID)
-		if len(fipsBefore) != 1 {
-			t.Fatalf("floating IPs on the broken VIP port: %v, want 1", fipsBefore)
+		var fipsBefore []string
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			all, err := api.floatingIPs(ctx)
+			fipsBefore = nil
+			for _, f := range all {
+				fipsBefore = append(fipsBefore, f.FloatingIP)
+			}
+			return err == nil && len(fipsBefore) == 1, nil
+		}); err != nil {
+			t.Fatalf("floating IPs in the project: %v, want the broken one's", fipsBefore)
 		}
 
 		svc := waitIngress(ctx, t, cp, "more", "phoenix", 90*time.Second)

@@ -71,7 +71,15 @@ func TestOneLoadBalancerStuckOrInErrorDoesNotStopOthers(t *testing.T) {
 	if _, err := cp.Admin.CoreV1().Services("busy").Create(ctx, lbService("busy", "broken"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitLB("kube_service_lab_busy_broken", "ERROR")
+	// The provisioning fault fires on its settle; the CCM may replace the
+	// load balancer in ERROR as soon as it sees it, so wait for the fault,
+	// not for the state.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		uses := api.sim.FaultUses()
+		return len(uses) == 0 || uses[0] > 0, nil
+	}); err != nil {
+		t.Fatalf("the provisioning fault never fired for kube_service_lab_busy_broken: %v", err)
+	}
 	api.sim.ClearFaults()
 
 	t.Run("the other Services converge", func(t *testing.T) {

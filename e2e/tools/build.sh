@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the e2e lab's pinned binaries into a cache outside the clone, keyed by
-# a hash of this module (go.mod, go.sum, sources and this script), so fresh
-# clones on the same machine reuse them. Idempotent: a complete cache entry is
-# never rebuilt.
+# a hash of this module and of kubelet134/ (go.mod, go.sum, sources and this
+# script), so fresh clones on the same machine reuse them. Idempotent: a
+# complete cache entry is never rebuilt.
 #
 #   build.sh              build if needed, print the directory
 #   build.sh --print-dir  print the directory only
@@ -10,12 +10,15 @@ set -euo pipefail
 
 HELM3_VERSION=v3.21.4 # the newest Helm 3 on the k8s 1.36 client line
 HELM4_VERSION=v4.2.4  # the newest Helm 4 on the k8s 1.36 client line
-KUBE_VERSION=v1.36.3
+KUBE_VERSION=v1.37.2
+# The oldest kubelet the version skew policy lets join a KUBE_VERSION control
+# plane (three minors older), built from its own module in kubelet134/.
+OLD_KUBELET_VERSION=v1.34.4
 DISTRIBUTION_VERSION=v3.1.2 # the OCI registry the release e2e pushes to
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${STACKWARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stackward/tools}
-key=$(cd "$here" && cat go.mod go.sum build.sh $(find . -name '*.go' | sort) | sha256sum | cut -c1-16)
+key=$(cd "$here" && cat go.mod go.sum build.sh kubelet134/go.mod kubelet134/go.sum $(find . -name '*.go' | sort) | sha256sum | cut -c1-16)
 dir=$cache_root/$key
 
 if [[ ${1:-} == --print-dir ]]; then
@@ -30,20 +33,32 @@ fi
 
 mkdir -p "$dir.partial"
 start=$(date +%s)
-ver_flags=""
-for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-  ver_flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=36"
-  ver_flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+# ver_flags VERSION: the -X flags that stamp a Kubernetes binary as VERSION.
+ver_flags() {
+  local minor=${1#v1.} flags="" pkg
+  minor=${minor%%.*}
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    flags+=" -X $pkg.gitVersion=$1 -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$flags"
+}
 cd "$here"
-echo "building kube-apiserver, kube-controller-manager, kubeadm, etcd, hollow-kubelet, helm 3 and 4, registry into $dir" >&2
-go build -trimpath -ldflags "-s -w $ver_flags" -o "$dir.partial/" \
+echo "building kube-apiserver, kube-controller-manager, kubeadm, etcd, hollow-kubelet ($KUBE_VERSION and $OLD_KUBELET_VERSION), helm 3 and 4, registry into $dir" >&2
+go build -trimpath -ldflags "-s -w $(ver_flags $KUBE_VERSION)" -o "$dir.partial/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubeadm \
   ./hollowkubelet
 go build -trimpath -ldflags "-s -w" -o "$dir.partial/etcd" go.etcd.io/etcd/server/v3
 mv "$dir.partial/hollowkubelet" "$dir.partial/hollow-kubelet"
+echo "Kubernetes $KUBE_VERSION and etcd built in $(( $(date +%s) - start ))s" >&2
+
+old_start=$(date +%s)
+old_minor=${OLD_KUBELET_VERSION#v}
+old_minor=${old_minor%.*}
+(cd kubelet134 && go build -trimpath -ldflags "-s -w $(ver_flags $OLD_KUBELET_VERSION)" -o "$dir.partial/hollow-kubelet-$old_minor" .)
+echo "hollow-kubelet-$old_minor built in $(( $(date +%s) - old_start ))s" >&2
 
 # Helm's and the registry's own go.mod pin their dependencies; build each
 # from it.

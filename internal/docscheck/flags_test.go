@@ -33,7 +33,7 @@ var otherPrograms = []string{
 	// kube-apiserver
 	"kubelet-certificate-authority", "runtime-config",
 	// metrics-server
-	"kubelet-insecure-tls", "kubelet-preferred-address-types",
+	"kubelet-insecure-tls", "kubelet-preferred-address-types", "metric-resolution",
 	// kube-controller-manager
 	"cluster-signing-",
 	// kubeadm

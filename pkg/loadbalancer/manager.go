@@ -36,9 +36,8 @@ type Manager struct {
 	ClusterUID func(ctx context.Context) (string, error)
 	// Requeue is the RetryError delay; zero means DefaultRequeue.
 	Requeue time.Duration
-	// SyncWait bounds how long a sync of a Service that alone waits for
-	// Octavia waits inside the call (watch.go); zero means
-	// DefaultSyncWait, negative never.
+	// SyncWait bounds how long a sync waits for a quick Octavia inside
+	// the call (watch.go); zero means DefaultSyncWait, negative never.
 	SyncWait time.Duration
 	// StuckAfter is how long a load balancer may stay PENDING_* before it
 	// counts as stuck (watch.go); zero means DefaultStuckAfter.

@@ -105,6 +105,7 @@ func lbIDByName(t *testing.T, env simEnv, name, uid string) string {
 func TestAClusterNameChangeRenamesOnlyThisClustersLoadBalancers(t *testing.T) {
 	env := newSimEnv(t, 20*time.Millisecond)
 	env.m.Requeue = 20 * time.Millisecond
+	env.m.SyncWait = -1 // each sync below is one step, as the test counts them
 	ctx := context.Background()
 	monitored := map[string]string{loadbalancer.AnnotationHealthMonitor: "true"}
 	web := simService("web", 80, 30080, monitored)

@@ -17,21 +17,23 @@ import (
 )
 
 // Octavia takes from a fraction of a second to minutes to apply a change,
-// and a sync never waits for it: it returns a RetryError and the service
-// controller brings the Service back later. How soon decides how fast a
+// and a sync never waits long for it: it returns a RetryError and the
+// service controller brings the Service back later. How soon decides how fast a
 // Service gets its address; what each return costs decides the cloud
 // calls. The busy watch makes returns soon and cheap:
 //
-//   - a Service that alone waits for Octavia waits inside its sync, up to
-//     SyncWait (2 s), looking after 50 ms and then twice as late each time
-//     (settledInSync): on a quick Octavia it goes through its steps in one
-//     sync, and the service controller records one sync, not one per look;
-//   - otherwise, and after that, a Service whose load balancer is busy
-//     comes back soon and then less often (recheckAfter): a quarter of a
-//     second at first, a third of the time it has waited so far later,
-//     never more than the Manager's requeue. It holds no worker while
-//     Octavia works, so many Services waiting together do not queue
-//     behind each other;
+//   - each kind of change (provider and PENDING_* state) is timed: the
+//     next wait for one looks just before it should be done, then every
+//     tenth of its time, and only then less often (nextLook);
+//   - a quick kind (half a second at most) is waited for inside the sync
+//     (settledInSync): on a quick Octavia a
+//     Service goes through its steps in one sync, and the service
+//     controller records one sync, not one per look. A slow Octavia never
+//     holds a worker, so Services created together do not queue behind
+//     each other's waits;
+//   - knowing nothing yet, a Service comes back soon and then less often
+//     (recheckAfter): a quarter of a second at first, a third of the time
+//     it has waited so far later, never more than the Manager's requeue;
 //   - while it waits, its sync reads the load balancer's state from one
 //     view of this cluster's load balancers, shared by every waiting
 //     Service and refreshed by one list call (plus a read of each waited
@@ -71,14 +73,12 @@ const (
 	DefaultStuckAfter = 15 * time.Minute
 	// stuckRecheck is how often a stuck load balancer is looked at.
 	stuckRecheck = 30 * time.Second
-	// DefaultSyncWait bounds how long one sync of a Service that alone
-	// waits for Octavia waits for it before it hands its worker back.
+	// DefaultSyncWait bounds how long one sync waits for Octavia inside
+	// the call before it hands its worker back.
 	DefaultSyncWait = 2 * time.Second
-	// inSyncFirstLook is a sync's first look at the load balancer it
-	// waits for; each next look is twice as late.
-	inSyncFirstLook = 50 * time.Millisecond
-	// othersWaiting: a wait due this recently counts as waiting.
-	othersWaiting = 10 * time.Second
+	// quickSettle: a kind of change that lately took this long at most is
+	// waited for inside the sync.
+	quickSettle = 500 * time.Millisecond
 )
 
 // busyWatch is the Manager's record of Services waiting for Octavia and
@@ -92,6 +92,9 @@ type busyWatch struct {
 	readAt time.Time
 	// refreshing is closed when the refresh in flight ends; nil: none.
 	refreshing chan struct{}
+	// settle is how long each kind of change took lately (a moving
+	// average): the next wait for one looks when it should be done.
+	settle map[string]time.Duration
 }
 
 // waitKey is a Service: its name, and its UID, which tells a Service made
@@ -103,10 +106,16 @@ type waitKey struct {
 
 func waitKeyOf(svc *corev1.Service) waitKey { return waitKey{refOf(svc), svc.UID} }
 
-// wait is one Service waiting for one load balancer.
+// wait is one Service waiting for one load balancer: since when, when it
+// last looked, when it is due back.
 type wait struct {
 	lbID, lbName, tag string
-	since, due        time.Time
+	// kind is what is awaited, <provider>/<PENDING_* state>: the key of
+	// the settle times learned (busyWatch.settle).
+	kind               string
+	since, looked, due time.Time
+	// pendingSeen is when a reading last showed it busy.
+	pendingSeen time.Time
 }
 
 // observed is a load balancer's provisioning status and the time it last
@@ -153,10 +162,61 @@ func (m *Manager) stuckAfter() time.Duration {
 }
 
 // recheckAfter is how long a Service that has waited waited so far sleeps
-// before its next look, at most limit.
+// before its next look, at most limit, knowing nothing of how long such a
+// change takes: soon, then a third of the wait so far.
 func recheckAfter(waited, limit time.Duration) time.Duration {
 	d := max(waited/recheckShare, firstRecheck)
 	return min(d, limit)
+}
+
+// nextLook is recheckAfter for a change whose kind took about expect
+// lately (0: unknown): the first look just before it should be done, then
+// every tenth of it until half as long again, then as recheckAfter.
+func nextLook(waited, expect, limit time.Duration) time.Duration {
+	switch {
+	case expect == 0 || waited >= expect*3/2:
+		return recheckAfter(waited, limit)
+	case waited < expect*9/10:
+		return min(max(expect*9/10-waited, firstRecheck), limit)
+	}
+	return min(max(expect/10, firstRecheck), limit)
+}
+
+// learn records that a wait of kind took about took: a moving average
+// that follows a cloud slowing down or speeding up within a few waits.
+// The caller holds w.mu.
+func (w *busyWatch) learn(kind string, took time.Duration) {
+	if w.settle == nil {
+		w.settle = map[string]time.Duration{}
+	}
+	if old, ok := w.settle[kind]; ok {
+		took = (old + took) / 2
+	}
+	w.settle[kind] = max(took, time.Millisecond)
+}
+
+// ended records the end of cur, seen settled at seen: when ACTIVE, it
+// took about until the middle of the last busy reading and this one. The
+// caller holds w.mu.
+func (w *busyWatch) ended(cur *wait, status string, seen time.Time) {
+	if status != StatusActive {
+		return
+	}
+	last := cur.pendingSeen
+	if last.Before(cur.since) {
+		last = cur.since
+	}
+	w.learn(cur.kind, last.Add(seen.Sub(last)/2).Sub(cur.since))
+}
+
+// kindOf is what a wait for lb awaits: the state it is in, or the update
+// a change just asked for.
+func kindOf(lb *LoadBalancer) string {
+	state := lb.ProvisioningStatus
+	if !pending(state) {
+		state = "PENDING_UPDATE"
+	}
+	return lb.Provider + "/" + state
 }
 
 // waitFor records that svc waits for lb to settle and returns the
@@ -172,12 +232,12 @@ func (m *Manager) waitFor(svc *corev1.Service, id Identity, lb *LoadBalancer, re
 	}
 	cur := w.waits[waitKeyOf(svc)]
 	if cur == nil || cur.lbID != lb.ID {
-		cur = &wait{lbID: lb.ID, lbName: lb.Name, since: now}
+		cur = &wait{lbID: lb.ID, lbName: lb.Name, kind: kindOf(lb), since: now}
 		w.waits[waitKeyOf(svc)] = cur
 	}
 	cur.tag = ClusterTag(id.ClusterUID)
-	d := recheckAfter(now.Sub(cur.since), m.requeue())
-	cur.due = now.Add(d)
+	d := nextLook(now.Sub(cur.since), w.settle[cur.kind], m.requeue())
+	cur.looked, cur.due = now, now.Add(d)
 	for k, o := range w.waits {
 		if now.Sub(o.due) > forgetWait {
 			delete(w.waits, k)
@@ -206,10 +266,16 @@ func (m *Manager) stillBusy(ctx context.Context, svc *corev1.Service) error {
 		w.mu.Lock()
 		if w.waits[waitKeyOf(svc)] == cur {
 			delete(w.waits, waitKeyOf(svc))
+			if err == nil {
+				w.ended(cur, obs.status, time.Now())
+			}
 		}
 		w.mu.Unlock()
 		return nil
 	}
+	w.mu.Lock()
+	cur.pendingSeen = time.Now()
+	w.mu.Unlock()
 	if since := pendingSince(cur, obs); time.Since(since) >= m.stuckAfter() {
 		return m.stuck(cur, obs.status, since)
 	}
@@ -275,10 +341,18 @@ func (m *Manager) forget(svc *corev1.Service) {
 	m.busy.mu.Unlock()
 }
 
-// busyStatus is what a view read at most viewSlack ago says of cur's load
-// balancer (zero: gone): Services that come back together share it.
+// busyStatus is what a view read at most viewSlack ago, and since the
+// Service last looked, says of cur's load balancer (zero: gone): Services
+// that come back together share it, and none is answered twice from one
+// reading.
 func (m *Manager) busyStatus(ctx context.Context, cur *wait) (observed, error) {
-	return m.viewFrom(ctx, time.Now().Add(-viewSlack), cur.lbID)
+	m.busy.mu.Lock()
+	need := cur.looked
+	m.busy.mu.Unlock()
+	if recent := time.Now().Add(-viewSlack); need.Before(recent) {
+		need = recent
+	}
+	return m.viewFrom(ctx, need, cur.lbID)
 }
 
 // viewFrom is what a view read at or after need says of the load balancer
@@ -326,26 +400,38 @@ func (m *Manager) viewFrom(ctx context.Context, need time.Time, lbID string) (ob
 }
 
 // settledInSync waits inside the sync for the load balancer the Service
-// was just told to wait for (err), if no other Service waits for Octavia:
-// a Service alone comes through its steps in one sync when Octavia is
-// quick, with one service-controller sync (and its Events) per sync rather
-// than one per look. It looks through the shared view after
-// inSyncFirstLook, then twice as late each time, until deadline. It
+// was just told to wait for (err) when that should be quick: a change of a
+// kind that lately took quickSettle at most. On a quick Octavia a Service
+// then comes through its steps in one sync, with one service-controller
+// sync (and its Events) rather than one per look; a slow Octavia, or one
+// not timed yet, never holds a worker. It looks through the shared view
+// when the change should be done, then twice as late each time, for four
+// times as long as such a change takes at most, and until deadline. It
 // reports true once the load balancer settled (the sync goes on), false
-// when the deadline comes first, another Service starts waiting, or the
-// view cannot be read (the RetryError stands).
+// when time is up or the view cannot be read (the RetryError stands).
 func (m *Manager) settledInSync(ctx context.Context, svc *corev1.Service, err error, deadline time.Time) bool {
 	if r := ProgressReason(errString(err)); r != ReasonWaitingForOctavia && r != ReasonApplyingChanges {
 		return false
 	}
 	w := &m.busy
 	key := waitKeyOf(svc)
-	for look := inSyncFirstLook; ; look *= 2 {
-		w.mu.Lock()
-		cur, alone := w.waits[key], w.alone(key)
-		w.mu.Unlock()
+	w.mu.Lock()
+	cur := w.waits[key]
+	var expect time.Duration
+	if cur != nil {
+		expect = w.settle[cur.kind]
+	}
+	w.mu.Unlock()
+	if cur == nil || expect == 0 || expect > quickSettle {
+		return false
+	}
+	look := max(expect*9/10, time.Millisecond)
+	if until := time.Now().Add(4 * expect); until.Before(deadline) {
+		deadline = until
+	}
+	for ; ; look *= 2 {
 		at := time.Now().Add(look)
-		if cur == nil || !alone || at.After(deadline) {
+		if at.After(deadline) {
 			return false
 		}
 		select {
@@ -357,28 +443,18 @@ func (m *Manager) settledInSync(ctx context.Context, svc *corev1.Service, err er
 		if err != nil {
 			return false
 		}
+		w.mu.Lock()
 		if !pending(obs.status) {
-			w.mu.Lock()
 			if w.waits[key] == cur {
 				delete(w.waits, key)
+				w.ended(cur, obs.status, time.Now())
 			}
 			w.mu.Unlock()
 			return true
 		}
+		cur.pendingSeen = time.Now()
+		w.mu.Unlock()
 	}
-}
-
-// alone says whether no Service but key's waits for Octavia now (a wait
-// due in the last othersWaiting counts: its Service is on its way back).
-// The caller holds w.mu.
-func (w *busyWatch) alone(key waitKey) bool {
-	recent := time.Now().Add(-othersWaiting)
-	for k, o := range w.waits {
-		if k != key && o.due.After(recent) {
-			return false
-		}
-	}
-	return true
 }
 
 func errString(err error) string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/cloud-provider/api"
 )
 
 func TestRecheckIsSoonThenLessOften(t *testing.T) {
@@ -69,42 +71,83 @@ func TestWaitingServiceFailsClosedWhenTheViewCannotBeRead(t *testing.T) {
 	}
 }
 
-// A Service alone waiting for a quick Octavia goes through its steps in
-// one sync: the create, the wait inside the sync, the ingress.
-func TestAServiceAloneWaitsForAQuickOctaviaInsideItsSync(t *testing.T) {
+// A quick Octavia is waited for inside the sync: once a create was timed
+// at a few milliseconds, the next Service's create, wait and ingress are
+// one call. A kind of change known to be slow never holds the worker.
+func TestAQuickOctaviaIsWaitedForInsideTheSyncASlowOneNot(t *testing.T) {
 	oct, net := newFakeOctavia(), newFakeNeutron()
 	oct.settle = "PENDING_CREATE"
 	m := newManager(oct, net)
 	m.SyncWait = 0 // the default
-	svc := service()
-	svc.UID = "uid-web"
-	go func() {
-		for range 100 {
-			time.Sleep(20 * time.Millisecond)
+	settle := func() {
+		for range 20 {
+			time.Sleep(10 * time.Millisecond)
 			oct.mu.Lock()
 			for _, l := range oct.lbs {
 				l.lb.ProvisioningStatus = StatusActive
 			}
 			oct.mu.Unlock()
 		}
-	}()
+	}
+	first := service()
+	first.Name, first.UID = "first", "uid-first"
+	if _, err := m.Ensure(context.Background(), "lab", first, nodes("10.0.0.1")); !isRetry(err) {
+		t.Fatalf("the first create, of a kind not timed yet: %v, want a RetryError", err)
+	}
+	settle()
+	if _, err := m.Ensure(context.Background(), "lab", first, nodes("10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	if took := m.busy.settle["/PENDING_CREATE"]; took <= 0 || took > quickSettle {
+		t.Fatalf("the create's time learned as %s, want the few milliseconds it took", took)
+	}
+
+	svc := service()
+	svc.UID = "uid-web"
+	go settle()
 	st, err := m.Ensure(context.Background(), "lab", svc, nodes("10.0.0.1"))
 	if err != nil || len(st.Ingress) != 1 {
 		t.Fatalf("Ensure: %v %v, want the ingress from one sync", st, err)
 	}
 
-	// Another Service waiting: this one hands its worker back at once.
-	other := service()
-	other.Name, other.UID = "api", "uid-api"
-	oct.settle = "PENDING_CREATE"
-	m2 := newManager(oct, net)
-	m2.SyncWait = 0
-	m2.busy.waits = map[waitKey]*wait{waitKeyOf(svc): {lbID: "elsewhere", due: time.Now().Add(time.Second)}}
+	slow := service()
+	slow.Name, slow.UID = "api", "uid-api"
+	m.busy.mu.Lock()
+	m.busy.settle["/PENDING_CREATE"] = 5 * time.Second
+	m.busy.mu.Unlock()
 	start := time.Now()
-	if _, err := m2.Ensure(context.Background(), "lab", other, nodes("10.0.0.1")); !isRetry(err) {
-		t.Fatalf("Ensure beside a waiting Service: %v, want a RetryError", err)
+	_, err = m.Ensure(context.Background(), "lab", slow, nodes("10.0.0.1"))
+	var re *api.RetryError
+	if !errors.As(err, &re) {
+		t.Fatalf("Ensure with a slow Octavia: %v, want a RetryError", err)
 	}
-	if took := time.Since(start); took > DefaultSyncWait/2 {
-		t.Errorf("Ensure beside a waiting Service held its worker %s", took)
+	if took := time.Since(start); took > quickSettle {
+		t.Errorf("a sync waiting for a create known to take 5 s held its worker %s", took)
+	}
+	if got := re.RetryAfter(); got < 4*time.Second || got > DefaultRequeue {
+		t.Errorf("first look after %s, want just before the 5 s such a create takes", got)
+	}
+}
+
+func TestLooksComeWhenTheChangeShouldBeDone(t *testing.T) {
+	const limit = 5 * time.Second
+	for _, tc := range []struct {
+		waited, expect, want time.Duration
+	}{
+		{0, 0, firstRecheck},                                               // unknown: soon
+		{0, 3 * time.Second, 2700 * time.Millisecond},                      // just before it should be done
+		{2800 * time.Millisecond, 3 * time.Second, 300 * time.Millisecond}, // then a tenth of it
+		{5 * time.Second, 3 * time.Second, 5 * time.Second / 3},            // late: a third of the wait
+		{0, 20 * time.Second, limit},                                       // never longer than the limit
+	} {
+		if got := nextLook(tc.waited, tc.expect, limit); got != tc.want {
+			t.Errorf("waited %s for a change taking %s: next look in %s, want %s", tc.waited, tc.expect, got, tc.want)
+		}
+	}
+	w := &busyWatch{}
+	w.learn("amphora/PENDING_CREATE", 4*time.Second)
+	w.learn("amphora/PENDING_CREATE", 2*time.Second)
+	if got := w.settle["amphora/PENDING_CREATE"]; got != 3*time.Second {
+		t.Errorf("learned %s from 4 s then 2 s, want their average 3 s", got)
 	}
 }

@@ -4,10 +4,15 @@
 // certificate with a bootstrap token, registers with --cloud-provider=external
 // (and so with the uninitialized taint), and asks for its serving certificate
 // through a kubernetes.io/kubelet-serving CSR (serverTLSBootstrap) which it then
-// serves on --node-ip:--port.
+// serves on --node-ip:--port. Its node reports this process's own CPU and
+// memory use as the node's (usage.go), so resource metrics are served.
 //
 // The e2e lab runs one process per simulated node, each on its own 198.18.x.y
 // address inside the lab's network namespace.
+//
+// This file builds against every kubelet minor the lab runs: the 1.37 tools
+// module here and, through a symlink, the older-kubelet module in
+// ../kubelet134. What differs between minors lives in runtime.go of each.
 package main
 
 import (
@@ -22,15 +27,12 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
-	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubemark"
@@ -160,13 +162,13 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("start fake runtime: %w", err)
 	}
 	defer runtime.Stop()
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, endpoint, 15*time.Second, noop.NewTracerProvider(), false)
+	runtimeService, err := newRuntimeService(ctx, endpoint)
 	if err != nil {
 		return fmt.Errorf("runtime service: %w", err)
 	}
 
 	hollow := kubemark.NewHollowKubelet(flags, kc, client, heartbeatClient,
-		&cadvisortest.Fake{NodeName: c.nodeName},
+		newProcessCadvisor(c.nodeName),
 		runtime.ImageService, runtimeService, cm.NewStubContainerManager())
 
 	// kubemark leaves TLSOptions nil, which disables the serving-certificate

@@ -66,7 +66,7 @@ func (c progressCoreV1) Events(namespace string) corev1client.EventInterface {
 }
 
 // progressEvents rewrites in-progress Warnings on the three calls of the
-// event sink the recorder uses. client-go's EventSinkImpl (v0.36) still
+// event sink the recorder uses. client-go's EventSinkImpl (v0.37) still
 // calls the deprecated forms, which are the ones to override; the
 // WithContext forms, which it will call once they are removed, are
 // rewritten the same way so that day changes nothing here.

@@ -1,0 +1,1 @@
+../hollowkubelet/main.go

@@ -1,0 +1,1 @@
+../hollowkubelet/usage.go
