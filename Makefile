@@ -25,7 +25,7 @@ FUZZTIME ?= 2m
 # Fuzz targets as package:FuncName; `go test` runs their seed corpora always.
 FUZZ_TARGETS := approver:FuzzCheckCSR config:FuzzParse openstack:FuzzParseProviderID nodeaddress:FuzzFor
 
-.PHONY: all build test unit e2e tools lab-tools lint bench bench-versus demo fuzz soak ownership clean help images release realcloud realcloud-down
+.PHONY: all build test unit e2e tools lab-tools lint bench bench-versus demo fuzz soak soak-real ownership clean help images release realcloud realcloud-down
 
 # Images: one per binary a cluster runs, for these platforms (hack/imagetool).
 IMAGES := stackward-ccm stackward-approver
@@ -100,6 +100,12 @@ soak: lab-tools ## Long run under seeded random faults and churn (SOAK=30m; SOAK
 	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_SOAK=$(SOAK) STACKWARD_SOAK_REPORT=$(BIN)/soak.json \
 	  $(GO) test -count=1 -tags e2e -timeout 4h -run '^TestSoak$$' -v ./e2e/soak/
 	@echo "report: $(BIN)/soak.json, plot: $(BIN)/soak.svg"
+
+soak-real: lab-tools ## The soak on real OpenStack (Debian Zed) with its services restarted, SIGKILLed and frozen (SOAK=30m): bin/soak-real.json.
+	@mkdir -p $(BIN)
+	STACKWARD_TOOLS_DIR=$$(e2e/tools/build.sh --print-dir) STACKWARD_SOAK_REAL=$(SOAK) STACKWARD_SOAK_REPORT=$(BIN)/soak-real.json \
+	  $(GO) test -count=1 -tags e2e -timeout 4h -run '^TestSoakRealCloud$$' -v ./e2e/soak/
+	@echo "report: $(BIN)/soak-real.json, plot: $(BIN)/soak-real.svg"
 
 ownership: ## Seeded generative ownership test, long (OWNERSHIP_SEEDS=200 x OWNERSHIP_STEPS=60; one seed: OWNERSHIP_SEED=n).
 	STACKWARD_OWNERSHIP_SEEDS=$(OWNERSHIP_SEEDS) STACKWARD_OWNERSHIP_STEPS=$(OWNERSHIP_STEPS) STACKWARD_OWNERSHIP_SEED=$(OWNERSHIP_SEED) \

@@ -37,7 +37,7 @@ func (s *soak) run() {
 		s.checkArmed(false)
 		if !faultUntil.IsZero() && now.After(faultUntil) {
 			s.checkArmed(true)
-			s.cloud.Sim.ClearFaults()
+			s.clearFaults()
 			faultUntil = time.Time{}
 		}
 		switch {
@@ -67,7 +67,7 @@ func (s *soak) run() {
 		}
 	}
 	s.checkArmed(true)
-	s.cloud.Sim.ClearFaults()
+	s.clearFaults()
 }
 
 // step draws one action.
@@ -77,6 +77,10 @@ func (s *soak) step(faultUntil *time.Time) {
 	window := time.Duration(4+s.rng.IntN(9)) * time.Second
 	faultFree := faultUntil.IsZero()
 	until := s.elapsed() + window.Seconds()
+	if s.real != nil {
+		s.realStep(r, faultUntil)
+		return
+	}
 	switch {
 	case r < 15 && faultFree:
 		svc := services[s.rng.IntN(len(services))]
@@ -96,7 +100,7 @@ func (s *soak) step(faultUntil *time.Time) {
 		s.fault("timeouts", fmt.Sprintf("%s: two calls hang until the client's timeout", svc), until)
 		*faultUntil = time.Now().Add(window)
 	case r < 31 && faultFree:
-		s.cloud.Sim.RevokeTokens()
+		s.sim.Sim.RevokeTokens()
 		s.setFault(cloudsim.FaultRule{Service: "identity", Status: 503})
 		s.fault("token expiry + keystone outage", fmt.Sprintf("every token revoked, Keystone 503 for %s", window), until)
 		*faultUntil = time.Now().Add(window)
@@ -117,6 +121,21 @@ func (s *soak) step(faultUntil *time.Time) {
 		s.fault(kindOctaviaStuck, fmt.Sprintf("the next load balancer change stays PENDING_* for %s, then ends %s (armed for %s)", hangFor, ends, window), until)
 		s.armed = &armedFault{index: len(s.report.Faults) - 1, hangFor: hangFor}
 		*faultUntil = time.Now().Add(window)
+	case r < 42 && faultFree:
+		// A service process killed or restarted under its requests, as on
+		// the real lane (make soak-real): no answer at all.
+		svc := services[s.rng.IntN(len(services))]
+		s.setFault(cloudsim.FaultRule{Service: svc, Drop: true, ErrorRate: 0.5})
+		s.fault("connections dropped", fmt.Sprintf("%s: half the calls get no answer for %s", svc, window), until)
+		*faultUntil = time.Now().Add(window)
+	default:
+		s.churn(r)
+	}
+}
+
+// churn is the schedule's actions that are no fault.
+func (s *soak) churn(r int) {
+	switch {
 	case r < 50:
 		s.leave()
 	case r < 62:
@@ -151,7 +170,7 @@ func (s *soak) checkArmed(disarm bool) {
 		return
 	}
 	f := &s.report.Faults[a.index]
-	if uses := s.cloud.Sim.FaultUses(); len(uses) > 0 && uses[0] > 0 {
+	if uses := s.sim.Sim.FaultUses(); len(uses) > 0 && uses[0] > 0 {
 		f.Until = s.elapsed() + a.hangFor.Seconds()
 		f.Detail += fmt.Sprintf("; fired at %.0fs", s.elapsed())
 		s.armed = nil
@@ -166,7 +185,7 @@ func (s *soak) checkArmed(disarm bool) {
 }
 
 func (s *soak) setFault(f cloudsim.FaultRule) {
-	if err := s.cloud.Sim.SetFault(f); err != nil {
+	if err := s.sim.Sim.SetFault(f); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -178,7 +197,7 @@ func (s *soak) pick(up bool) *node {
 	defer s.mu.Unlock()
 	var names []string
 	for name, n := range s.nodes {
-		if n.up == up && name != "soak-1" {
+		if n.up == up && name != s.nodeName(1) {
 			names = append(names, name)
 		}
 	}
@@ -199,14 +218,10 @@ func (s *soak) leave() {
 	s.led.serverDeleted(n.serverID)
 	if n.fip != "" {
 		// The soak's own floating IP goes with the VM, as a user's would.
-		if err := s.cloud.Sim.DetachFloatingIP(n.serverID, n.fip); err != nil {
-			s.t.Fatal(err)
-		}
+		s.detachFloatingIP(n.serverID, n.fip)
 	}
 	n.kubelet.Remove()
-	if err := s.cloud.Sim.DeleteServer(n.serverID); err != nil {
-		s.t.Fatal(err)
-	}
+	s.deleteServer(n.serverID)
 	s.led.lose(n.name, "")
 	s.mu.Lock()
 	n.up, n.kubelet, n.fip = false, nil, ""
@@ -260,16 +275,11 @@ func (s *soak) moveFloatingIP() {
 		return
 	}
 	if from.fip != "" {
-		if err := s.cloud.Sim.DetachFloatingIP(from.serverID, from.fip); err != nil {
-			s.t.Fatal(err)
-		}
+		s.detachFloatingIP(from.serverID, from.fip)
 		s.led.lose(from.name, from.fip)
 		from.fip = ""
 	}
-	ip, err := s.cloud.Sim.AttachFloatingIP(to.serverID, framework.FloatingNetwork)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	ip := s.attachFloatingIP(to.serverID)
 	s.led.gain(to.name, ip)
 	s.mu.Lock()
 	to.fip = ip
@@ -421,7 +431,7 @@ func (s *soak) converge() {
 		s.led.violate("not converged %.0fs after the last fault: %d objects (%v), oldest %.0fs; routes converged %v; diagnosis:\n  %s",
 			time.Since(start).Seconds(), n, names, lag, s.routesConverged(s.ctx), strings.Join(why, "\n  "))
 	}
-	after, err := s.other.snapshot(s.ctx, s.api, s.routerID)
+	after, err := s.other.snapshot(s.ctx, s.api, s.routerID, s.real != nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -471,7 +481,7 @@ func (s *soak) cleanUp() {
 	s.mu.Lock()
 	for _, n := range s.nodes {
 		if n.fip != "" {
-			_ = s.cloud.Sim.DetachFloatingIP(n.serverID, n.fip)
+			s.detachFloatingIP(n.serverID, n.fip)
 			n.fip = ""
 		}
 	}
@@ -497,7 +507,7 @@ func (s *soak) cleanUp() {
 			return false, nil
 		}
 		allP, _ := ports.ExtractPorts(pp)
-		vips = slices.DeleteFunc(allP, func(p ports.Port) bool { return p.ID == s.other.vipPort })
+		vips = slices.DeleteFunc(allP, func(p ports.Port) bool { return p.ID == s.other.vipPort || s.labNoopVIPPort(ctx, p) })
 		return len(lbs)+len(fips)+len(vips) == 0, nil
 	})
 	s.led.mu.Lock()

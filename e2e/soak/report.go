@@ -35,6 +35,10 @@ type Sample struct {
 type Invariants struct {
 	WrongfulNodeDeletions int `json:"wrongfulNodeDeletions"`
 	WrongApprovals        int `json:"wrongApprovals"`
+	// WrongDenials are serving certificates denied although the node's
+	// server held every IP they name from before the request until the
+	// denial: a cloud error must leave a request pending, never deny it.
+	WrongDenials          int `json:"wrongDenials"`
 	OrphanLoadBalancers   int `json:"orphanLoadBalancers"`
 	OrphanFloatingIPs     int `json:"orphanFloatingIPs"`
 	OrphanPorts           int `json:"orphanPorts"`
@@ -65,6 +69,68 @@ type Report struct {
 	RSSNote       string   `json:"rssNote"`
 	Faults        []Fault  `json:"faults"`
 	Samples       []Sample `json:"samples"`
+	// RealFaults are the faults injected into the real cloud's services
+	// (make soak-real), each with what it cost; RealFaultsByKind sums
+	// them up by "kind service".
+	RealFaults       []RealFault                 `json:"realFaults,omitempty"`
+	RealFaultsByKind map[string]RealFaultSummary `json:"realFaultsByKind,omitempty"`
+}
+
+// RealFault is one fault on a real OpenStack service and what followed.
+type RealFault struct {
+	Kind    string  `json:"kind"`
+	Service string  `json:"service"`
+	At      float64 `json:"atSeconds"`
+	// WindowSeconds is how long the service was down, stopped or frozen.
+	WindowSeconds float64 `json:"windowSeconds"`
+	// HealthySeconds is how long after the window every service answered
+	// again (the cloud's own recovery, not Stackward's).
+	HealthySeconds float64 `json:"healthySeconds"`
+	// ConvergedSeconds is how long after the cloud was healthy every Node
+	// and Service had converged; -1 when not within the bound.
+	ConvergedSeconds float64 `json:"convergedSeconds"`
+	// CloudCalls and CloudErrors are stackward-ccm's OpenStack requests
+	// (attempts) and failed ones from the fault's start until the cloud
+	// was healthy again.
+	CloudCalls  int `json:"cloudCalls"`
+	CloudErrors int `json:"cloudErrors"`
+	// Failures are those failed requests by "service operation code" (an
+	// HTTP status, or timeout, network...): the failure shapes the real
+	// service showed.
+	Failures map[string]int `json:"failures,omitempty"`
+}
+
+// RealFaultSummary is the faults of one kind on one service.
+type RealFaultSummary struct {
+	Injected            int     `json:"injected"`
+	MaxHealthySeconds   float64 `json:"maxHealthySeconds"`
+	MaxConvergedSeconds float64 `json:"maxConvergedSeconds"`
+	NotConverged        int     `json:"notConverged"`
+	CloudCalls          int     `json:"cloudCalls"`
+	CloudErrors         int     `json:"cloudErrors"`
+}
+
+// summarizeRealFaults sums the real faults up by "kind service".
+func summarizeRealFaults(faults []RealFault) map[string]RealFaultSummary {
+	if len(faults) == 0 {
+		return nil
+	}
+	out := map[string]RealFaultSummary{}
+	for _, f := range faults {
+		k := f.Kind + " " + f.Service
+		sum := out[k]
+		sum.Injected++
+		sum.MaxHealthySeconds = math.Max(sum.MaxHealthySeconds, f.HealthySeconds)
+		if f.ConvergedSeconds < 0 {
+			sum.NotConverged++
+		} else {
+			sum.MaxConvergedSeconds = math.Max(sum.MaxConvergedSeconds, f.ConvergedSeconds)
+		}
+		sum.CloudCalls += f.CloudCalls
+		sum.CloudErrors += f.CloudErrors
+		out[k] = sum
+	}
+	return out
 }
 
 // Summarize fills the figures derived from the samples and faults.
@@ -73,6 +139,7 @@ func (r *Report) Summarize() {
 	for _, f := range r.Faults {
 		r.FaultsByKind[f.Kind]++
 	}
+	r.RealFaultsByKind = summarizeRealFaults(r.RealFaults)
 	if len(r.Samples) == 0 {
 		return
 	}

@@ -61,7 +61,7 @@ type clouds struct {
 	neutron, octavia *gophercloud.ServiceClient
 }
 
-func newClouds(ctx context.Context, t *testing.T, c *framework.Cloud) *clouds {
+func newClouds(ctx context.Context, t *testing.T, c framework.TestCloud) *clouds {
 	t.Helper()
 	cfg, _, err := config.Load(c.CloudConf(t, ""))
 	if err != nil {
@@ -99,11 +99,21 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
 	defer cancel()
+	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond})
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}),
+		cp: framework.SharedControlPlane(t), cloud: sim.Backend(), sim: sim,
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
+	s.play(reportPath)
+}
+
+// play sets the lab up, runs the schedule, converges, cleans up, and
+// writes and checks the report.
+func (s *soak) play(reportPath string) {
+	t, ctx, d, seed := s.t, s.ctx, s.d, s.report.Seed
+	nNodes := s.report.Nodes
 	s.api = newClouds(ctx, t, s.cloud)
+	s.led.nodePrefix = s.nodePrefix()
 	s.setUp(nNodes)
 	t.Cleanup(s.tearDown)
 
@@ -155,7 +165,10 @@ type soak struct {
 	led       *ledger
 	d         time.Duration
 	cp        *framework.ControlPlane
-	cloud     *framework.Cloud
+	cloud     framework.TestCloud
+	sim       *framework.Cloud     // the simulator, nil on the real cloud
+	real      *realFaults          // the real cloud and its faults, nil on the simulator
+	ccmReg    *prometheus.Registry // the CCM's metrics (its cloud calls)
 	api       *clouds
 	routerID  string
 	conf      string
@@ -171,6 +184,18 @@ type soak struct {
 	nServices int
 	report    Report
 }
+
+// nodePrefix begins the soak's node names: soak-, or real-soak- on the
+// real cloud, so that the two soaks of one test binary, which share its
+// control plane, never take each other's Nodes for their own.
+func (s *soak) nodePrefix() string {
+	if s.real != nil {
+		return "real-soak-"
+	}
+	return "soak-"
+}
+
+func (s *soak) nodeName(i int) string { return fmt.Sprintf("%s%d", s.nodePrefix(), i) }
 
 func (s *soak) elapsed() float64 { return time.Since(s.led.start).Seconds() }
 
@@ -197,7 +222,7 @@ func (s *soak) setUp(nNodes int) {
 	s.led.watch(ctx, factory)
 	s.watchReadyLoss(factory)
 	for i := 1; i <= nNodes; i++ {
-		s.join(fmt.Sprintf("soak-%d", i), i)
+		s.join(s.nodeName(i), i)
 	}
 	s.setUpOther()
 	if _, err := s.cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "soak"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -206,7 +231,10 @@ func (s *soak) setUp(nNodes int) {
 }
 
 func (s *soak) startCCM() {
-	stop, err := s.cp.RunCCM(s.ctx, s.conf, s.ccmArgs...)
+	if s.ccmReg == nil {
+		s.ccmReg = prometheus.NewRegistry()
+	}
+	stop, err := s.cp.RunCCMWithRegistry(s.ctx, s.conf, s.ccmReg, s.ccmArgs...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -259,7 +287,7 @@ func (s *soak) setUpOther() {
 	if _, err := ports.Update(ctx, api.neutron, o.serverPort, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	o.nodePort = portOf(s.nodes["soak-1"].serverID)
+	o.nodePort = portOf(s.nodes[s.nodeName(1)].serverID)
 	vrrp := []ports.AddressPair{{IPAddress: operatorVIP, MACAddress: "fa:16:3e:00:00:aa"}}
 	if _, err := ports.Update(ctx, api.neutron, o.nodePort, ports.UpdateOpts{AllowedAddressPairs: &vrrp}).Extract(); err != nil {
 		t.Fatal(err)
@@ -291,20 +319,25 @@ func (s *soak) setUpOther() {
 		t.Fatal(err)
 	}
 	o.fipID = fip.ID
-	time.Sleep(time.Second) // their load balancer settles (OctaviaDelay)
-	if s.before, err = o.snapshot(ctx, api, s.routerID); err != nil {
+	s.waitActive(o.lbID) // their load balancer settles
+	if s.before, err = o.snapshot(ctx, api, s.routerID, s.real != nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *soak) tearDown() {
-	s.cloud.Sim.ClearFaults()
+	s.clearFaults()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range s.nodes {
 		if n.kubelet != nil {
 			n.kubelet.Remove()
 		}
+	}
+	// The control plane outlives the soak: its Nodes must not outlive it
+	// (the next test's CCM would delete them, as Nodes of no server).
+	for name := range s.nodes {
+		_ = s.cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 	}
 	if s.stopCCM != nil {
 		s.stopCCM()

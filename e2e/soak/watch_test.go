@@ -48,9 +48,12 @@ type ledger struct {
 	// (never-initialized Nodes of deleted servers), by UID.
 	operatorDeleted map[types.UID]bool
 	checkedCSRs     map[string]bool
-	violations      []string
-	inv             Invariants
-	counts          map[string]int
+	// nodePrefix is how the names of the soak's own nodes begin: only
+	// their Nodes and CSRs are judged.
+	nodePrefix string
+	violations []string
+	inv        Invariants
+	counts     map[string]int
 }
 
 func newLedger() *ledger {
@@ -108,6 +111,19 @@ func (l *ledger) owned(node, ip string, at time.Time) bool {
 	return false
 }
 
+// ownedThroughout reports whether ip was the node's from before from
+// until after to, without a break.
+func (l *ledger) ownedThroughout(node, ip string, from, to time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.spans[node] {
+		if s.ip == ip && !s.from.After(from) && (s.to.IsZero() || s.to.After(to)) {
+			return true
+		}
+	}
+	return false
+}
+
 // watch checks Node deletions and CSR approvals as they happen, through
 // informers (which relist across an apiserver restart).
 func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFactory) {
@@ -117,7 +133,7 @@ func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFact
 			obj = tomb.Obj
 		}
 		n, ok := obj.(*corev1.Node)
-		if !ok {
+		if !ok || !strings.HasPrefix(n.Name, l.nodePrefix) {
 			return
 		}
 		l.mu.Lock()
@@ -149,14 +165,22 @@ func (l *ledger) watch(ctx context.Context, factory informers.SharedInformerFact
 }
 
 func (l *ledger) checkCSR(csr *certificatesv1.CertificateSigningRequest) {
-	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName ||
+		!strings.HasPrefix(csr.Spec.Username, "system:node:"+l.nodePrefix) {
 		return
 	}
-	var at time.Time
+	var at, deniedAt time.Time
 	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved {
+		switch c.Type {
+		case certificatesv1.CertificateApproved:
 			at = c.LastUpdateTime.Time
+		case certificatesv1.CertificateDenied:
+			deniedAt = c.LastUpdateTime.Time
 		}
+	}
+	if !deniedAt.IsZero() {
+		l.checkDenial(csr, deniedAt)
+		return
 	}
 	l.mu.Lock()
 	done := l.checkedCSRs[csr.Name]
@@ -189,6 +213,45 @@ func (l *ledger) checkCSR(csr *certificatesv1.CertificateSigningRequest) {
 	}
 }
 
+// checkDenial counts a denial as wrong when the node's server held every
+// IP the request names from approvalSlack before the request until
+// approvalSlack after the denial: nothing about the addresses was in
+// doubt, so only a failure (a cloud error taken for an answer) denies it.
+func (l *ledger) checkDenial(csr *certificatesv1.CertificateSigningRequest, at time.Time) {
+	l.mu.Lock()
+	done := l.checkedCSRs[csr.Name]
+	l.checkedCSRs[csr.Name] = true
+	l.mu.Unlock()
+	if done {
+		return
+	}
+	l.count("denials")
+	node := strings.TrimPrefix(csr.Spec.Username, "system:node:")
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		return
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil || len(req.IPAddresses) == 0 {
+		return
+	}
+	for _, ip := range req.IPAddresses {
+		if !l.ownedThroughout(node, ip.String(), csr.CreationTimestamp.Add(-approvalSlack), at.Add(approvalSlack)) {
+			return
+		}
+	}
+	reason := ""
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateDenied {
+			reason = c.Reason + ": " + c.Message
+		}
+	}
+	l.mu.Lock()
+	l.inv.WrongDenials++
+	l.mu.Unlock()
+	l.violate("CSR %s of node %s denied at %s though its server held %v throughout: %s", csr.Name, node, at.Format(time.RFC3339), req.IPAddresses, reason)
+}
+
 // other is another cluster's and the operator's resources on the shared
 // router and network.
 type other struct {
@@ -196,7 +259,13 @@ type other struct {
 	routes                                     []routers.Route
 }
 
-func (o *other) snapshot(ctx context.Context, c *clouds, routerID string) (string, error) {
+// snapshot is the other cluster's and the operator's resources as JSON, to
+// compare before and after the soak. On the real cloud (volatile) the fields the services themselves change
+// are left out: a port's status follows OVN's chassis (DOWN while
+// ovn-northd is down), updated_at and revision_number follow every such
+// change. What a client can set stays: names, tags, fixed IPs, address
+// pairs, the floating IP's port, the load balancer's provisioning status.
+func (o *other) snapshot(ctx context.Context, c *clouds, routerID string, volatile bool) (string, error) {
 	port := ports.Get(ctx, c.neutron, o.serverPort)
 	lb := loadbalancers.Get(ctx, c.octavia, o.lbID)
 	fip := floatingips.Get(ctx, c.neutron, o.fipID)
@@ -221,6 +290,27 @@ func (o *other) snapshot(ctx context.Context, c *clouds, routerID string) (strin
 			operator = append(operator, p)
 		}
 	}
-	b, err := json.Marshal(map[string]any{"port": port.Body, "lb": lb.Body, "fip": fip.Body, "routes": routes, "operator": operator})
+	snap := map[string]any{"port": port.Body, "lb": lb.Body, "fip": fip.Body, "routes": routes, "operator": operator}
+	if volatile {
+		dropKeys(snap, "status", "operating_status", "updated_at", "revision_number")
+	}
+	b, err := json.Marshal(snap)
 	return string(b), err
+}
+
+// dropKeys removes keys from every JSON object in v, at any depth.
+func dropKeys(v any, keys ...string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range keys {
+			delete(x, k)
+		}
+		for _, e := range x {
+			dropKeys(e, keys...)
+		}
+	case []any:
+		for _, e := range x {
+			dropKeys(e, keys...)
+		}
+	}
 }

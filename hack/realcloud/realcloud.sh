@@ -4,6 +4,9 @@
 #   realcloud.sh up STATE_DIR     configure and start every service, seed the
 #                                 lab's cloud, write STATE_DIR/cloud.json
 #   realcloud.sh down STATE_DIR   stop every process it started, by PID
+#   realcloud.sh respawn STATE_DIR NAME
+#                                 start service NAME again, exactly as `up`
+#                                 started it (after a fault stopped it)
 #
 # `up` runs INSIDE an already-entered private network and mount namespace (the
 # e2e lab, or `make realcloud`'s own): every listener is on REALCLOUD_IP there
@@ -37,16 +40,24 @@ die() {
 
 log() { echo "real cloud: $(date +%T) $*" >&2; }
 
-usage() { die "usage: $0 up|down STATE_DIR"; }
+usage() { die "usage: $0 up|down STATE_DIR, or $0 respawn STATE_DIR NAME"; }
 
 # --- processes ---------------------------------------------------------------
 
 # start NAME CMD...: runs CMD in a session of its own (so `down` reaches its
 # children through the process group) with the system PATH, logging to
-# log/NAME.log, and records its PID in pids/NAME.
+# log/NAME.log, and records its PID in pids/NAME and its command in
+# cmds/NAME (for respawn).
 start() {
   local name=$1
   shift
+  {
+    printf 'EXTRA_ENV=('
+    ((${#EXTRA_ENV[@]})) && printf '%q ' "${EXTRA_ENV[@]}"
+    printf ')\nCMD=('
+    printf '%q ' "$@"
+    printf ')\n'
+  } >"$S/cmds/$name"
   setsid env -i PATH=$SYS_PATH HOME="$S/home" LANG=C.UTF-8 LC_ALL=C.UTF-8 "${EXTRA_ENV[@]}" "$@" \
     >>"$S/log/$name.log" 2>&1 </dev/null &
   echo $! >"$S/pids/$name"
@@ -228,7 +239,7 @@ render() {
 }
 
 configure() {
-  mkdir -p "$S"/{etc/placement,log,pids,home,lock,mysql,rabbitmq/mnesia,ovn,keystone,nova/instances,neutron,glance/{images,staging,tasks},octavia/certs}
+  mkdir -p "$S"/{etc/placement,log,pids,cmds,home,lock,mysql,rabbitmq/mnesia,ovn,keystone,nova/instances,neutron,glance/{images,staging,tasks},octavia/certs}
   render my.cnf "$S/etc/my.cnf"
   render rabbitmq.conf "$S/etc/rabbitmq.conf"
   render keystone.conf "$S/etc/keystone.conf"
@@ -491,6 +502,22 @@ seed() {
     fail seed "seeding ($1) failed"
 }
 
+# respawn NAME: the fault injection of e2e/framework (realcloud_faults.go)
+# stopped, killed or froze NAME's process group; start it again with the
+# command and environment `up` recorded. A service still running is an
+# error (two would fight over its port or queue).
+respawn() {
+  local name=$1 CMD=()
+  [[ -f $S/cmds/$name ]] || die "respawn: no recorded command for $name in $S/cmds"
+  if [[ -f $S/pids/$name ]] && alive "$name"; then
+    die "respawn: $name still runs as PID $(cat "$S/pids/$name")"
+  fi
+  # shellcheck disable=SC1090
+  source "$S/cmds/$name"
+  start "$name" "${CMD[@]}"
+  echo "$(cat "$S/pids/$name")"
+}
+
 cmd=${1:-}
 S=${2:-}
 [[ -n $cmd && -n $S ]] || usage
@@ -499,5 +526,9 @@ S=$(cd "$S" && pwd)
 case $cmd in
   up) up ;;
   down) down ;;
+  respawn)
+    [[ -n ${3:-} ]] || usage
+    respawn "$3"
+    ;;
   *) usage ;;
 esac

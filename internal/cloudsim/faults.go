@@ -40,6 +40,12 @@ type FaultRule struct {
 	HangFor time.Duration `json:"hangFor,omitempty"`
 	// Times limits the rule to that many triggered calls; 0 is unlimited.
 	Times int `json:"times,omitempty"`
+	// Drop closes the connection without any answer, as a service process
+	// that is killed or restarted under a request does (measured on the
+	// real lane: clients see EOF or a reset, never an HTTP status). It
+	// wins over Status. Go's transport sends an idempotent request again,
+	// once, on a reused connection closed unanswered (Times 1 hides it).
+	Drop bool `json:"drop,omitempty"`
 	// NoRequestID answers the error as something in front of the service
 	// would (a proxy or load balancer): without X-Openstack-Request-Id and
 	// with a plain-text body instead of the service's JSON error.
@@ -110,7 +116,7 @@ func (s *Sim) Faults() []FaultRule {
 
 // trigger reports whether a matching rule fires for this call, consuming
 // one of its Times, and returns the latency, hang and status to apply.
-func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bool, status int, retryAfter time.Duration, proxy bool) {
+func (s *Sim) trigger(service, operation string) (latency time.Duration, hang, drop bool, status int, retryAfter time.Duration, proxy bool) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	latency = s.latency
@@ -127,11 +133,14 @@ func (s *Sim) trigger(service, operation string) (latency time.Duration, hang bo
 		if r.Hang {
 			hang = true
 		}
+		if r.Drop {
+			drop = true
+		}
 		if r.Status != 0 && status == 0 {
 			status, retryAfter, proxy = r.Status, r.RetryAfter, r.NoRequestID
 		}
 	}
-	return latency, hang, status, retryAfter, proxy
+	return latency, hang, drop, status, retryAfter, proxy
 }
 
 // provisioningFault reports how a settling Octavia change ends: in ERROR
@@ -160,7 +169,7 @@ func (s *Sim) provisioningFault() (fail, hang bool, hangFor time.Duration) {
 
 // applyFaults delays, hangs or fails a request; false means it was answered.
 func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
-	latency, hang, status, retryAfter, proxy := s.trigger(o.service, o.name)
+	latency, hang, drop, status, retryAfter, proxy := s.trigger(o.service, o.name)
 	if latency > 0 {
 		t := time.NewTimer(latency)
 		select {
@@ -179,6 +188,13 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, o op) bool {
 		}
 		serviceError(w, o.service, http.StatusServiceUnavailable, "", "the simulator was stopped while the request hung")
 		return false
+	}
+	if drop {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.dropped = true
+		}
+		// net/http closes the connection without a response or a log line.
+		panic(http.ErrAbortHandler)
 	}
 	if status != 0 {
 		if retryAfter > 0 {

@@ -61,6 +61,30 @@ func TestFaultInjection(t *testing.T) {
 	}
 }
 
+// A Drop rule answers nothing: the client gets a transport error (as from
+// a neutron-server killed under its request), no HTTP status, and the
+// next call, past the rule's Times, is served. Go's transport sends an
+// idempotent request again, once, when a reused connection closes
+// unanswered: a GET meets the rule twice.
+func TestADropFaultClosesTheConnectionUnanswered(t *testing.T) {
+	sim, authURL := startSim(t, Options{})
+	compute := computeClient(t, authURL)
+	if err := sim.SetFault(FaultRule{Service: "compute", Operation: "flavors.get", Drop: true, Status: 503, Times: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := flavors.Get(ctxT(t), compute, "1").Extract()
+	var code gophercloud.ErrUnexpectedResponseCode
+	if err == nil || errors.As(err, &code) {
+		t.Fatalf("dropped call: %v, want a transport error without a status", err)
+	}
+	if _, err := flavors.Get(ctxT(t), compute, "1").Extract(); err != nil {
+		t.Fatalf("the call after the drop: %v", err)
+	}
+	if got := sim.FaultUses(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("fault uses %v, want [2]", got)
+	}
+}
+
 func TestRateLimitHangAndErrorRate(t *testing.T) {
 	sim, authURL := startSim(t, Options{RandSeed: 42})
 	compute := computeClient(t, authURL)

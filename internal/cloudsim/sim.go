@@ -228,7 +228,8 @@ func (s *Sim) buildMux() http.Handler {
 // statusRecorder remembers the status code for the metrics.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code    int
+	dropped bool // a Drop fault closed the connection unanswered
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -254,11 +255,14 @@ func (s *Sim) wrap(o op, h http.HandlerFunc) http.Handler {
 		s.calls[key]++
 		s.callMu.Unlock()
 		defer func() {
-			code := rec.code
-			if code == 0 {
-				code = http.StatusOK
+			code := fmt.Sprint(rec.code)
+			switch {
+			case rec.dropped:
+				code = "dropped"
+			case rec.code == 0:
+				code = fmt.Sprint(http.StatusOK)
 			}
-			s.metrics.WithLabelValues(o.service, o.name, fmt.Sprint(code)).Inc()
+			s.metrics.WithLabelValues(o.service, o.name, code).Inc()
 		}()
 		if !s.applyFaults(rec, r, o) {
 			return
