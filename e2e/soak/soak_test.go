@@ -61,7 +61,7 @@ type clouds struct {
 	neutron, octavia *gophercloud.ServiceClient
 }
 
-func newClouds(ctx context.Context, t *testing.T, c *framework.Cloud) *clouds {
+func newClouds(ctx context.Context, t *testing.T, c *framework.SimCloud) *clouds {
 	t.Helper()
 	cfg, _, err := config.Load(c.CloudConf(t, ""))
 	if err != nil {
@@ -100,7 +100,7 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
 	defer cancel()
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}),
+		cp: framework.SharedControlPlane(t), cloud: framework.StartSimCloud(t, framework.SimCloudOptions{OctaviaDelay: 500 * time.Millisecond}),
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
 	s.api = newClouds(ctx, t, s.cloud)
@@ -155,7 +155,7 @@ type soak struct {
 	led       *ledger
 	d         time.Duration
 	cp        *framework.ControlPlane
-	cloud     *framework.Cloud
+	cloud     *framework.SimCloud
 	api       *clouds
 	routerID  string
 	conf      string
