@@ -72,9 +72,6 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 	}
 	w := &WithServices{Cloud: base, kube: &kubeAccess{}, podCIDRs: policy, nodeMasks: opts.NodeCIDRMasks,
 		adoptRoutes: cfg.Route.AdoptUpstream}
-	if clients.Provider == nil {
-		return w, nil // fake clients: nodes only
-	}
 	logger := klog.FromContext(ctx)
 	if cfg.LoadBalancer.Enabled {
 		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts, opts.LBStuckAfter)
