@@ -101,7 +101,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}
 	neutron := &Neutron{client: network, caller: caller}
 	return &Clients{
-		Compute:   newGopherCompute(compute, caller),
+		Compute:   newNova(compute, caller),
 		Network:   neutron,
 		Ownership: neutron,
 		Neutron:   neutron,
