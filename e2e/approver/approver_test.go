@@ -29,7 +29,7 @@ const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
 func TestServingCertificatesAreVerifiedAgainstTheCloud(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := cloud.ReaderCloudConf(t) // the approver needs only the reader role

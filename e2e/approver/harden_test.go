@@ -34,7 +34,7 @@ import (
 // misconfigure, against a real apiserver.
 func TestTheApproverHoldsAgainstAMisbehavingNode(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := cloud.ReaderCloudConf(t)

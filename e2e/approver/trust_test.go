@@ -24,7 +24,7 @@ import (
 // controls.
 func TestTheTrustBoundary(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := cloud.CloudConf(t, "")
@@ -172,7 +172,7 @@ func TestTheTrustBoundary(t *testing.T) {
 	})
 }
 
-func createServer(t *testing.T, cloud *framework.Cloud, spec cloudsim.ServerSpec) cloudsim.Server {
+func createServer(t *testing.T, cloud *framework.SimCloud, spec cloudsim.ServerSpec) cloudsim.Server {
 	t.Helper()
 	srv, err := cloud.Sim.CreateServer(spec)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // checks that the CCM initializes that Node under the same provider ID.
 func TestNodeJoinsWithStackwardNodeSettings(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv := cloud.CreateServer(t, "joiner-1", 5, "m1.medium", "az-2")

@@ -31,7 +31,7 @@ const approverMetricsURL = "https://127.0.0.1:10263/metrics"
 // (the chart's metrics-reader ClusterRole is what a scraper needs) and that
 // its pending gauge follows a kubelet serving request the approver cannot
 // decide yet (the cloud is down), back to 0 once it is approved.
-func checkApproverMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud, release string) {
+func checkApproverMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud, release string) {
 	t.Helper()
 	reader := serviceAccountToken(ctx, t, cp, "metrics-scraper", release+"-metrics-reader")
 	stranger := serviceAccountToken(ctx, t, cp, "metrics-stranger", "")

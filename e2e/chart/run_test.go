@@ -31,7 +31,7 @@ const runRelease = "stackward-run"
 // certificate, both under the chart's RBAC and leader election.
 func TestChartPodRunsAsInstalled(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bins := buildBinaries(t)

@@ -55,7 +55,7 @@ type demo struct {
 	start time.Time
 	fwd   *framework.Forward
 
-	cloud     *framework.Cloud
+	cloud     *framework.SimCloud
 	stopCloud func()
 	cp        *framework.ControlPlane
 	sw        *framework.Stackward
@@ -66,7 +66,7 @@ type demo struct {
 func (d *demo) run(ctx context.Context) int {
 	o := d.opts
 	var err error
-	d.cloud, d.stopCloud, err = framework.NewCloud(framework.CloudOptions{})
+	d.cloud, d.stopCloud, err = framework.NewSimCloud(framework.SimCloudOptions{})
 	if err != nil {
 		return d.fail(ctx, err)
 	}

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 func TestDoctorFindsTheBrokenNodesAndWhatTheCloudSays(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conf := cloud.CloudConf(t, "")

@@ -56,7 +56,7 @@ type Backend struct {
 func Backends(t *testing.T) []Backend {
 	t.Helper()
 	return []Backend{
-		{Cloud: StartCloud(t, CloudOptions{}).Backend(), FirstNode: 1},
+		{Cloud: StartSimCloud(t, SimCloudOptions{}).TestCloud(), FirstNode: 1},
 		{Cloud: SharedRealCloud(t), FirstNode: 101},
 	}
 }

@@ -23,14 +23,14 @@ const (
 	LabRegion       = "RegionOne"
 )
 
-// Cloud is a stackward-cloudsim serving inside the lab.
-type Cloud struct {
+// SimCloud is a stackward-cloudsim serving inside the lab.
+type SimCloud struct {
 	Sim     *cloudsim.Sim
 	AuthURL string
 }
 
-// CloudOptions tune the simulated cloud.
-type CloudOptions struct {
+// SimCloudOptions tune the simulated cloud.
+type SimCloudOptions struct {
 	TokenTTL     time.Duration
 	OctaviaDelay time.Duration
 	Latency      time.Duration
@@ -69,11 +69,11 @@ func LabSeed() *cloudsim.Seed {
 	}
 }
 
-// StartCloud serves a simulated OpenStack on CloudIP (a port of its own per
+// StartSimCloud serves a simulated OpenStack on CloudIP (a port of its own per
 // call) until the test ends.
-func StartCloud(t testing.TB, opts CloudOptions) *Cloud {
+func StartSimCloud(t testing.TB, opts SimCloudOptions) *SimCloud {
 	t.Helper()
-	c, stop, err := NewCloud(opts)
+	c, stop, err := NewSimCloud(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func StartCloud(t testing.TB, opts CloudOptions) *Cloud {
 	return c
 }
 
-// NewCloud serves a simulated OpenStack on CloudIP until stop is called.
-func NewCloud(opts CloudOptions) (*Cloud, func(), error) {
+// NewSimCloud serves a simulated OpenStack on CloudIP until stop is called.
+func NewSimCloud(opts SimCloudOptions) (*SimCloud, func(), error) {
 	if err := AddAddress(CloudIP); err != nil {
 		return nil, nil, err
 	}
@@ -110,12 +110,12 @@ func NewCloud(opts CloudOptions) (*Cloud, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cloudsim: %w", err)
 	}
-	return &Cloud{Sim: sim, AuthURL: authURL}, func() { stop(); sim.Close() }, nil
+	return &SimCloud{Sim: sim, AuthURL: authURL}, func() { stop(); sim.Close() }, nil
 }
 
 // CloudConf writes a cloud.conf for the lab cloud (upstream OpenStack CCM
 // keys) with extra lines appended, and returns its path.
-func (c *Cloud) CloudConf(t testing.TB, extra string) string {
+func (c *SimCloud) CloudConf(t testing.TB, extra string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cloud.conf")
 	if err := c.WriteCloudConf(path, extra); err != nil {
@@ -126,7 +126,7 @@ func (c *Cloud) CloudConf(t testing.TB, extra string) string {
 
 // ReaderCloudConf is CloudConf for the lab's read-only (reader) user: the
 // approver, and a CCM without load balancers or routes.
-func (c *Cloud) ReaderCloudConf(t testing.TB) string {
+func (c *SimCloud) ReaderCloudConf(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cloud.conf")
 	if err := c.writeCloudConf(path, ApproverUser, "approver-password", ""); err != nil {
@@ -136,11 +136,11 @@ func (c *Cloud) ReaderCloudConf(t testing.TB) string {
 }
 
 // WriteCloudConf writes the lab cloud's cloud.conf (the CCM's user) to path.
-func (c *Cloud) WriteCloudConf(path, extra string) error {
+func (c *SimCloud) WriteCloudConf(path, extra string) error {
 	return c.writeCloudConf(path, "stackward", "lab-password", extra)
 }
 
-func (c *Cloud) writeCloudConf(path, user, password, extra string) error {
+func (c *SimCloud) writeCloudConf(path, user, password, extra string) error {
 	return writeLabCloudConf(path, c.AuthURL, user, password, extra)
 }
 
@@ -163,7 +163,7 @@ public-network-name = %s
 }
 
 // CreateServer adds a server on the lab network with the i-th node address.
-func (c *Cloud) CreateServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
+func (c *SimCloud) CreateServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
 	t.Helper()
 	srv, err := c.Sim.CreateServer(cloudsim.ServerSpec{
 		Name: name, Flavor: flavor, AZ: az,
@@ -176,8 +176,8 @@ func (c *Cloud) CreateServer(t testing.TB, name string, i int, flavor, az string
 }
 
 // CreateDualStackServer is CreateServer with the i-th node's IPv6 address
-// too (a CloudOptions.DualStack cloud).
-func (c *Cloud) CreateDualStackServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
+// too (a SimCloudOptions.DualStack cloud).
+func (c *SimCloud) CreateDualStackServer(t testing.TB, name string, i int, flavor, az string) cloudsim.Server {
 	t.Helper()
 	srv, err := c.Sim.CreateServer(cloudsim.ServerSpec{
 		Name: name, Flavor: flavor, AZ: az,

@@ -38,7 +38,7 @@ const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"
 // kubeadm's own mark-control-plane phase over the lab's configuration,
 // which adds the control-plane label (a kubelet may not set node-role
 // labels on itself) and nodeRegistration.taints.
-func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB, cloud *Cloud) (*Node, cloudsim.Server) {
+func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB, cloud *SimCloud) (*Node, cloudsim.Server) {
 	t.Helper()
 	return cp.startControlPlaneHost(ctx, t, cloud, ControlPlaneNodeName, ControlPlaneIP, true)
 }
@@ -50,12 +50,12 @@ func (cp *ControlPlane) StartControlPlaneNode(ctx context.Context, t testing.TB,
 // the joined host on that address (HostName(i), HostIP(i)); a single-host
 // lab's extra hosts give the cluster only the node shape of a three-host
 // control plane.
-func (cp *ControlPlane) StartExtraControlPlaneNode(ctx context.Context, t testing.TB, cloud *Cloud, i int) (*Node, cloudsim.Server) {
+func (cp *ControlPlane) StartExtraControlPlaneNode(ctx context.Context, t testing.TB, cloud *SimCloud, i int) (*Node, cloudsim.Server) {
 	t.Helper()
 	return cp.startControlPlaneHost(ctx, t, cloud, fmt.Sprintf("%s-%d", ControlPlaneNodeName, i+1), fmt.Sprintf("198.18.255.%d", i+1), false)
 }
 
-func (cp *ControlPlane) startControlPlaneHost(ctx context.Context, t testing.TB, cloud *Cloud, name, ip string, first bool) (*Node, cloudsim.Server) {
+func (cp *ControlPlane) startControlPlaneHost(ctx context.Context, t testing.TB, cloud *SimCloud, name, ip string, first bool) (*Node, cloudsim.Server) {
 	t.Helper()
 	srv, err := cloud.Sim.CreateServer(cloudsim.ServerSpec{
 		Name: name, Flavor: "m1.small", AZ: "az-1",

@@ -25,14 +25,14 @@ type PortForger interface {
 }
 
 var (
-	_ PortForger = SimCloud{}
+	_ PortForger = SimTestCloud{}
 	_ PortForger = (*RealCloud)(nil)
 )
 
 // ForgeServerPort implements PortForger with the lab's member user.
-func (s SimCloud) ForgeServerPort(t testing.TB, serverID string) (string, string) {
+func (s SimTestCloud) ForgeServerPort(t testing.TB, serverID string) (string, string) {
 	t.Helper()
-	return forgeServerPort(t, s.Cloud.AuthURL, "stackward", "lab-password", serverID)
+	return forgeServerPort(t, s.SimCloud.AuthURL, "stackward", "lab-password", serverID)
 }
 
 // ForgeServerPort implements PortForger with the lab's member user.

@@ -1,13 +1,3 @@
-// Package framework runs Stackward's end-to-end lab: a real etcd,
-// kube-apiserver and kube-controller-manager started from kubeadm-generated
-// PKI and flags, and hollow kubelets (the real kubelet code over a fake
-// runtime) that TLS-bootstrap like real nodes.
-//
-// Everything runs inside a private network namespace that the test binary
-// re-executes itself into (see Main). Its loopback carries the lab's
-// addresses: the control plane on ControlPlaneIP and one 198.18.x.y address
-// per node, so each kubelet serves its certificate on an address of its own
-// and nothing can reach, or be reached from, outside the namespace.
 package framework
 
 import (
@@ -130,7 +120,7 @@ func AddAddress(ip string) error {
 // NodeIP returns the lab address of the i-th node (i >= 1): 198.18.0.i+9,
 // wrapping into the next /24s.
 // NodeNetworkV6 is the lab network's IPv6 subnet when the cloud is dual-stack
-// (CloudOptions.DualStack).
+// (SimCloudOptions.DualStack).
 var NodeNetworkV6 = netip.MustParsePrefix("fd00:198:18::/64")
 
 // NodeIPv6 is the i-th node's IPv6 address on NodeNetworkV6.

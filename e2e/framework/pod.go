@@ -117,7 +117,7 @@ func (p *Pod) WaitReady(ctx context.Context, t *testing.T, cp *ControlPlane, ns 
 // its hollow kubelet and checks what a running CCM and approver must do: the
 // Node is initialized with the server's providerID and the kubelet gets an
 // approved serving certificate.
-func (cp *ControlPlane) CheckNodeJoins(ctx context.Context, t *testing.T, cloud *Cloud, name string, i int) {
+func (cp *ControlPlane) CheckNodeJoins(ctx context.Context, t *testing.T, cloud *SimCloud, name string, i int) {
 	t.Helper()
 	srv := cloud.CreateServer(t, name, i, "m1.small", "az-1")
 	node := cp.StartNode(t, NodeOptions{Name: name, IP: NodeIP(i)})

@@ -21,7 +21,7 @@ type Stackward struct {
 
 // StackwardOptions tune the in-process Stackward.
 type StackwardOptions struct {
-	// CloudConf is the cloud.conf both read (see Cloud.WriteCloudConf).
+	// CloudConf is the cloud.conf both read (see SimCloud.WriteCloudConf).
 	CloudConf string
 	// Dir is unused; kept for callers written before RunCCM kept its own.
 	Dir string

@@ -7,9 +7,9 @@ import (
 )
 
 // TestCloud is what a cloud-facing e2e test needs from its cloud, whichever
-// backend serves it: stackward-cloudsim (SimCloud) or real OpenStack services
+// backend serves it: stackward-cloudsim (SimTestCloud) or real OpenStack services
 // in the lab (RealCloud). A test written against it runs on both; fault
-// injection needs the simulator itself and stays on *Cloud.
+// injection needs the simulator itself and stays on *SimCloud.
 type TestCloud interface {
 	// Name is "cloudsim" or "openstack", for subtest names.
 	Name() string
@@ -48,36 +48,38 @@ type TestServer struct {
 	FixedIPs, FloatingIPs []string
 }
 
-// SimCloud is the cloudsim backend of TestCloud: a *Cloud seen through the
-// backend-neutral interface (the *Cloud keeps its simulator-only methods).
-type SimCloud struct{ Cloud *Cloud }
+// SimTestCloud is the cloudsim backend of TestCloud: a *SimCloud seen through the
+// backend-neutral interface (the *SimCloud keeps its simulator-only methods).
+type SimTestCloud struct{ SimCloud *SimCloud }
 
-var _ TestCloud = SimCloud{}
+var _ TestCloud = SimTestCloud{}
 
-// Backend returns the simulator as a TestCloud.
-func (c *Cloud) Backend() SimCloud { return SimCloud{Cloud: c} }
+// TestCloud returns the simulator as a TestCloud.
+func (c *SimCloud) TestCloud() SimTestCloud { return SimTestCloud{SimCloud: c} }
 
 // Name implements TestCloud.
-func (SimCloud) Name() string { return "cloudsim" }
+func (SimTestCloud) Name() string { return "cloudsim" }
 
 // KeystoneURL implements TestCloud.
-func (s SimCloud) KeystoneURL() string { return s.Cloud.AuthURL }
+func (s SimTestCloud) KeystoneURL() string { return s.SimCloud.AuthURL }
 
 // CloudConf implements TestCloud.
-func (s SimCloud) CloudConf(t testing.TB, extra string) string { return s.Cloud.CloudConf(t, extra) }
+func (s SimTestCloud) CloudConf(t testing.TB, extra string) string {
+	return s.SimCloud.CloudConf(t, extra)
+}
 
 // ReaderCloudConf implements TestCloud.
-func (s SimCloud) ReaderCloudConf(t testing.TB) string { return s.Cloud.ReaderCloudConf(t) }
+func (s SimTestCloud) ReaderCloudConf(t testing.TB) string { return s.SimCloud.ReaderCloudConf(t) }
 
 // CreateServer implements TestCloud.
-func (s SimCloud) CreateServer(t testing.TB, name string, i int, flavor, az string) TestServer {
+func (s SimTestCloud) CreateServer(t testing.TB, name string, i int, flavor, az string) TestServer {
 	t.Helper()
-	return simServer(s.Cloud.CreateServer(t, name, i, flavor, az))
+	return simServer(s.SimCloud.CreateServer(t, name, i, flavor, az))
 }
 
 // GetServer implements TestCloud.
-func (s SimCloud) GetServer(t testing.TB, id string) (TestServer, bool) {
-	srv, ok := s.Cloud.Sim.GetServer(id)
+func (s SimTestCloud) GetServer(t testing.TB, id string) (TestServer, bool) {
+	srv, ok := s.SimCloud.Sim.GetServer(id)
 	if !ok {
 		return TestServer{}, false
 	}
@@ -85,9 +87,9 @@ func (s SimCloud) GetServer(t testing.TB, id string) (TestServer, bool) {
 }
 
 // AttachFloatingIP implements TestCloud.
-func (s SimCloud) AttachFloatingIP(t testing.TB, serverID string) string {
+func (s SimTestCloud) AttachFloatingIP(t testing.TB, serverID string) string {
 	t.Helper()
-	ip, err := s.Cloud.Sim.AttachFloatingIP(serverID, FloatingNetwork)
+	ip, err := s.SimCloud.Sim.AttachFloatingIP(serverID, FloatingNetwork)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,33 +97,33 @@ func (s SimCloud) AttachFloatingIP(t testing.TB, serverID string) string {
 }
 
 // DetachFloatingIP implements TestCloud.
-func (s SimCloud) DetachFloatingIP(t testing.TB, serverID, ip string) {
+func (s SimTestCloud) DetachFloatingIP(t testing.TB, serverID, ip string) {
 	t.Helper()
-	if err := s.Cloud.Sim.DetachFloatingIP(serverID, ip); err != nil {
+	if err := s.SimCloud.Sim.DetachFloatingIP(serverID, ip); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // StopServer implements TestCloud: the simulator switches at once.
-func (s SimCloud) StopServer(t testing.TB, id string) {
+func (s SimTestCloud) StopServer(t testing.TB, id string) {
 	t.Helper()
-	if err := s.Cloud.Sim.SetServerStatus(id, "SHUTOFF"); err != nil {
+	if err := s.SimCloud.Sim.SetServerStatus(id, "SHUTOFF"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // StartServer implements TestCloud.
-func (s SimCloud) StartServer(t testing.TB, id string) {
+func (s SimTestCloud) StartServer(t testing.TB, id string) {
 	t.Helper()
-	if err := s.Cloud.Sim.SetServerStatus(id, "ACTIVE"); err != nil {
+	if err := s.SimCloud.Sim.SetServerStatus(id, "ACTIVE"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // DeleteServer implements TestCloud.
-func (s SimCloud) DeleteServer(t testing.TB, id string) {
+func (s SimTestCloud) DeleteServer(t testing.TB, id string) {
 	t.Helper()
-	if err := s.Cloud.Sim.DeleteServer(id); err != nil {
+	if err := s.SimCloud.Sim.DeleteServer(id); err != nil {
 		t.Fatal(err)
 	}
 }

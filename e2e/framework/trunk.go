@@ -28,14 +28,14 @@ type Trunker interface {
 }
 
 var (
-	_ Trunker = SimCloud{}
+	_ Trunker = SimTestCloud{}
 	_ Trunker = (*RealCloud)(nil)
 )
 
 // AddVLANSubport implements Trunker with the lab's member user.
-func (s SimCloud) AddVLANSubport(t testing.TB, serverID, cidr string, vlan int) (string, string, []byte) {
+func (s SimTestCloud) AddVLANSubport(t testing.TB, serverID, cidr string, vlan int) (string, string, []byte) {
 	t.Helper()
-	return addVLANSubport(t, s.Cloud.AuthURL, "stackward", "lab-password", serverID, cidr, vlan)
+	return addVLANSubport(t, s.SimCloud.AuthURL, "stackward", "lab-password", serverID, cidr, vlan)
 }
 
 // AddVLANSubport implements Trunker with the lab's member user.

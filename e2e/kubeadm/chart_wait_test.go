@@ -27,7 +27,7 @@ import (
 // taints and host ports).
 func TestChartWaitSucceedsOnOneAndThreeControlPlaneNodes(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cp.StartControlPlaneNode(ctx, t, cloud)
@@ -58,7 +58,7 @@ func TestChartWaitSucceedsOnOneAndThreeControlPlaneNodes(t *testing.T) {
 // helm (helm3 or helm4), checks that one ready pod runs on each of the
 // want control-plane nodes, and uninstalls it. Pods are placed by
 // framework.BindPendingPods, which the caller runs.
-func installWithWait(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud, helm, release string, want int) {
+func installWithWait(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud, helm, release string, want int) {
 	t.Helper()
 	const ns = "kube-system"
 	chart := filepath.Join(framework.RepoRoot(), "charts", "stackward")

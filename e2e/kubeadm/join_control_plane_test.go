@@ -31,7 +31,7 @@ import (
 // renders from the same ConfigMap, keeps them).
 func TestSecondControlPlaneHostGetsTheServingCAAndOurFlags(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	const hostIndex = 40
 	hostIP := framework.NodeIP(hostIndex)
 	cloud.CreateServer(t, "cp-2", hostIndex, "m1.large", "az-2")

@@ -29,7 +29,7 @@ import (
 // last (files and tests run in order).
 func TestRotatingTheServingCAKeepsKubeletsReachable(t *testing.T) {
 	cp := framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{ApproverSigns: true})
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := cloud.CloudConf(t, "")

@@ -32,7 +32,7 @@ func TestThreeControlPlaneHostsBehindAVIPSurviveLosingOne(t *testing.T) {
 	cp := framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{HA: true})
 	t.Logf("HA lab: %d control-plane hosts (etcd, kube-apiserver, kube-controller-manager each) ready behind the VIP in %v; their RSS %d MiB",
 		len(cp.Hosts()), cp.StartupTime.Round(time.Millisecond), cp.RSS()>>20)
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := cloud.CloudConf(t, "")

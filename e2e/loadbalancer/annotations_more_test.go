@@ -28,7 +28,7 @@ func TestServiceLoadBalancerRecoveryAndSelection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conf := "# router %s unused\n[LoadBalancer]\nenable-ingress-hostname = true\n[LoadBalancerClass \"edge\"]\nfloating-subnet = \"public-*\"\n"
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}, conf, nil, "more", 170, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 500 * time.Millisecond}, conf, nil, "more", 170, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "more")
 	t.Cleanup(func() { dropServices(t, cp, "more") })

@@ -31,7 +31,7 @@ func TestDualStackService(t *testing.T) {
 	defer cancel()
 	cp := framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{DualStack: true})
 	t.Cleanup(func() { framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{}) })
-	l := &lab{cp: cp, cloud: framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 300 * time.Millisecond, DualStack: true}),
+	l := &lab{cp: cp, cloud: framework.StartSimCloud(t, framework.SimCloudOptions{OctaviaDelay: 300 * time.Millisecond, DualStack: true}),
 		nodes: map[string]*framework.Node{}, ips: map[string]string{}}
 	l.api = newCloudAPI(ctx, t, l.cloud)
 	l.conf = l.cloud.CloudConf(t, "")

@@ -23,7 +23,7 @@ import (
 func TestAServiceLifecycleWithoutFaultsRecordsNoWarning(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: time.Second}, "", nil, "ev", 190, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: time.Second}, "", nil, "ev", 190, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "calm")
 	t.Cleanup(func() { dropServices(t, cp, "calm") })

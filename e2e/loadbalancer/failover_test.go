@@ -21,7 +21,7 @@ import (
 func TestFailoverWhileCreating20ServicesLeavesNoDuplicateAndNoOrphan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 2 * time.Second, Latency: 50 * time.Millisecond}, "", nil, "fo", 80, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 2 * time.Second, Latency: 50 * time.Millisecond}, "", nil, "fo", 80, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "fleet")
 	t.Cleanup(func() { dropServices(t, cp, "fleet") })

@@ -66,7 +66,7 @@ func (l *lab) nodeIPs() []string {
 func TestServiceLoadBalancerLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: time.Second}, "", nil, "lb", 20, 3)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: time.Second}, "", nil, "lb", 20, 3)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "shop")
 	kubeSystem, err := cp.Admin.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})

@@ -46,7 +46,7 @@ type lab struct {
 	conf  string   // the cloud.conf the CCM reads
 	args  []string // its extra flags
 	stop  func()   // stops the CCM
-	cloud *framework.Cloud
+	cloud *framework.SimCloud
 	api   *cloudAPI
 	nodes map[string]*framework.Node
 	ips   map[string]string // node name -> InternalIP
@@ -54,9 +54,9 @@ type lab struct {
 
 // newLab starts the cloud, the CCM with extra flags and n nodes; the i-th
 // node is <prefix>-<i> on framework.NodeIP(base+i).
-func newLab(ctx context.Context, t *testing.T, opts framework.CloudOptions, conf string, ccmArgs []string, prefix string, base, n int) *lab {
+func newLab(ctx context.Context, t *testing.T, opts framework.SimCloudOptions, conf string, ccmArgs []string, prefix string, base, n int) *lab {
 	t.Helper()
-	l := &lab{cp: framework.SharedControlPlane(t), cloud: framework.StartCloud(t, opts), nodes: map[string]*framework.Node{}, ips: map[string]string{}}
+	l := &lab{cp: framework.SharedControlPlane(t), cloud: framework.StartSimCloud(t, opts), nodes: map[string]*framework.Node{}, ips: map[string]string{}}
 	l.api = newCloudAPI(ctx, t, l.cloud)
 	if conf != "" {
 		conf = fmt.Sprintf(conf, l.api.routerID(ctx, t))
@@ -111,7 +111,7 @@ type (
 	octaviaState = framework.OctaviaState
 )
 
-func newCloudAPI(ctx context.Context, t *testing.T, c *framework.Cloud) *cloudAPI {
+func newCloudAPI(ctx context.Context, t *testing.T, c *framework.SimCloud) *cloudAPI {
 	t.Helper()
 	api := framework.NewCloudAPI(ctx, t, c.CloudConf(t, ""))
 	return &cloudAPI{CloudAPI: api, sim: c.Sim, octavia: api.Octavia, neutron: api.Neutron}

@@ -28,7 +28,7 @@ func TestACloudWithoutOctaviaInItsCatalog(t *testing.T) {
 	defer cancel()
 	// Not newLab: its API client would look Octavia up in the catalog.
 	l := &lab{cp: framework.SharedControlPlane(t), nodes: map[string]*framework.Node{}, ips: map[string]string{},
-		cloud: framework.StartCloud(t, framework.CloudOptions{WithoutServices: []string{cloudsim.ServiceLoadBalancer}})}
+		cloud: framework.StartSimCloud(t, framework.SimCloudOptions{WithoutServices: []string{cloudsim.ServiceLoadBalancer}})}
 	l.conf = l.cloud.CloudConf(t, "")
 	l.stop = startCCM(ctx, t, l.cp, l.conf)
 	cp := l.cp

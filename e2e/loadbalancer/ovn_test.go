@@ -28,7 +28,7 @@ func TestOVNProviderServices(t *testing.T) {
 	defer cancel()
 	// The lab fills in the router ID; this test needs none (a comment).
 	conf := "[LoadBalancer]\nlb-provider = ovn\n; router %s\n"
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 300 * time.Millisecond}, conf, nil, "ovn", 200, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 300 * time.Millisecond}, conf, nil, "ovn", 200, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "ovn")
 	// Services outlive the test in the shared control plane: a later test's CCM

@@ -29,7 +29,7 @@ func TestUpstreamRoutesAreAdopted(t *testing.T) {
 	defer cancel()
 	// Routes off at first: the nodes join and get pod CIDRs (from
 	// kube-controller-manager's IPAM) while no CCM writes routes.
-	l := newLab(ctx, t, framework.CloudOptions{}, "[Route]\nrouter-id = %s\n", nil, "rta", 230, 3)
+	l := newLab(ctx, t, framework.SimCloudOptions{}, "[Route]\nrouter-id = %s\n", nil, "rta", 230, 3)
 	cp, api := l.cp, l.api
 	routerID := api.routerID(ctx, t)
 	podCIDRs := map[string]string{}

@@ -18,7 +18,7 @@ import (
 func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{}, "[Route]\nrouter-id = %s\n",
+	l := newLab(ctx, t, framework.SimCloudOptions{}, "[Route]\nrouter-id = %s\n",
 		[]string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=198.19.128.0/17", "--route-reconciliation-period=2s"},
 		"rt", 60, 3)
 	cp, api := l.cp, l.api

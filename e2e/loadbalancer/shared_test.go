@@ -26,7 +26,7 @@ func TestASecondClusterOnTheSameRouterAndNetworkIsNeverTouched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const clusterCIDR = "198.19.128.0/17"
-	l := newLab(ctx, t, framework.CloudOptions{}, "[Route]\nrouter-id = %s\n",
+	l := newLab(ctx, t, framework.SimCloudOptions{}, "[Route]\nrouter-id = %s\n",
 		[]string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=2s"},
 		"sh", 110, 2)
 	cp, api := l.cp, l.api
@@ -35,7 +35,7 @@ func TestASecondClusterOnTheSameRouterAndNetworkIsNeverTouched(t *testing.T) {
 	if !ok {
 		t.Fatal("no server sh-1")
 	}
-	other := framework.NewOtherCluster(ctx, t, l.cloud.Backend(), api.CloudAPI, framework.OtherClusterOptions{
+	other := framework.NewOtherCluster(ctx, t, l.cloud.TestCloud(), api.CloudAPI, framework.OtherClusterOptions{
 		RouterID: routerID, TheirNode: 150, OurServerID: ours.ID, Service: loadbalancer.ServiceRef{Namespace: "shared", Name: "web"}})
 	before := other.Snapshot(ctx, t)
 

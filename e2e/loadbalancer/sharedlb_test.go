@@ -33,7 +33,7 @@ func TestASharedLoadBalancerAndSecurityGroups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// newLab formats the configuration with the router ID; %.0s drops it.
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 300 * time.Millisecond},
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 300 * time.Millisecond},
 		"%.0s\n[LoadBalancer]\nmanage-security-groups = true\n", nil, "shr", 140, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "sharing")

@@ -41,7 +41,7 @@ func TestOneLoadBalancerStuckOrInErrorDoesNotStopOthers(t *testing.T) {
 	defer cancel()
 	// One service worker (the default): a worker held by the stuck load
 	// balancer would stop every other Service.
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: time.Second}, "", []string{"--concurrent-service-syncs=1"}, "busy", 40, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: time.Second}, "", []string{"--concurrent-service-syncs=1"}, "busy", 40, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "busy")
 	t.Cleanup(func() { dropServices(t, cp, "busy") })

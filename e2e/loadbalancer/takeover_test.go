@@ -34,7 +34,7 @@ import (
 func TestAServiceTakenOverFromTheUpstreamCCMKeepsItsAddress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{}, "", nil, "up", 220, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{}, "", nil, "up", 220, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "moved")
 	t.Cleanup(func() { dropServices(t, cp, "moved") })
@@ -152,7 +152,7 @@ func TestAServiceTakenOverFromTheUpstreamCCMKeepsItsAddress(t *testing.T) {
 func TestAnOperatorsLoadBalancerWithTheServicesNameIsNeverAdoptedOrDeleted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{}, "", nil, "op", 225, 1)
+	l := newLab(ctx, t, framework.SimCloudOptions{}, "", nil, "op", 225, 1)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "stray")
 	t.Cleanup(func() { dropServices(t, cp, "stray") })

@@ -119,7 +119,7 @@ func headersOf(l listeners.Listener) string {
 func TestTLSAndXForwardedForListeners(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 300 * time.Millisecond}, "", nil, "l7", 170, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 300 * time.Millisecond}, "", nil, "l7", 170, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "l7")
 	t.Cleanup(func() { dropServices(t, cp, "l7") })

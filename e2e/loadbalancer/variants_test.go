@@ -23,7 +23,7 @@ import (
 func TestServiceVariants(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := newLab(ctx, t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond}, "", nil, "var", 100, 2)
+	l := newLab(ctx, t, framework.SimCloudOptions{OctaviaDelay: 500 * time.Millisecond}, "", nil, "var", 100, 2)
 	cp, api := l.cp, l.api
 	createNamespace(ctx, t, cp, "variants")
 	t.Cleanup(func() { dropServices(t, cp, "variants") })

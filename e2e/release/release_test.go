@@ -198,7 +198,7 @@ func TestReleaseFromRegistry(t *testing.T) {
 	})
 
 	t.Run("the installed chart's pod runs from the image's binaries", func(t *testing.T) {
-		cloud := framework.StartCloud(t, framework.CloudOptions{})
+		cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 		conf, err := os.ReadFile(cloud.CloudConf(t, ""))
 		if err != nil {
 			t.Fatal(err)

@@ -36,7 +36,7 @@ func TestTheApproverSignsWhatItApproves(t *testing.T) {
 		}
 		cp.Stop()
 	})
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	conf := cloud.CloudConf(t, "")
 	srv := cloud.CreateServer(t, "signed-1", 31, "m1.small", "az-1")
 	cloud.CreateServer(t, "signed-2", 32, "m1.small", "az-1")

@@ -19,7 +19,7 @@ func TestStackwardTakesOverFromTheRealUpstreamCCM(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	for i, rbac := range []framework.UpstreamRBAC{framework.UpstreamReleaseRBAC, framework.UpstreamChart2362RBAC} {
 		t.Run(rbac.Name, func(t *testing.T) {
-			Run(t, cp, framework.StartCloud(t, framework.CloudOptions{}).Backend(), rbac, 10+10*i)
+			Run(t, cp, framework.StartSimCloud(t, framework.SimCloudOptions{}).TestCloud(), rbac, 10+10*i)
 		})
 	}
 }

@@ -3,9 +3,7 @@ package approver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,37 +13,36 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/stackward/stackward/internal/openstacktest"
 	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// fakeCompute is Nova as openstack.Compute sees it, for testing the real
-// lookup (openstack.ServerForNode) behind NewOpenStackCloud.
-type fakeCompute struct {
-	servers []openstack.Server
-	err     error
-
-	mu          sync.Mutex
-	gets, lists int
+// newFakeCompute is Nova as openstack.Compute sees it, for testing the real
+// lookup (openstack.ServerForNode) behind NewOpenStackCloud: its listings
+// include DELETED servers, which the lookup must leave out itself. A
+// non-nil err fails every call.
+func newFakeCompute(servers []openstack.Server, err error) *openstacktest.Compute {
+	c := openstacktest.NewCompute(servers...)
+	c.ListDeleted = true
+	c.SetErr(err)
+	return c
 }
 
-func (f *fakeCompute) count(list bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if list {
-		f.lists++
-	} else {
-		f.gets++
+// novaCalls counts c's calls as the approver's batching sees them: a GET
+// or a listing by one name is a targeted lookup (gets); a listing of
+// several servers (no name, or openstack.NamesRegexp's "^(...)") is a
+// listing.
+func novaCalls(c *openstacktest.Compute) (gets, lists int) {
+	for _, call := range c.Calls() {
+		if !call.Get && (call.Opts.Name == "" || strings.HasPrefix(call.Opts.Name, "^(")) {
+			lists++
+		} else {
+			gets++
+		}
 	}
+	return gets, lists
 }
-
-func (f *fakeCompute) calls() (gets, lists int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.gets, f.lists
-}
-
-var _ openstack.Compute = (*fakeCompute)(nil)
 
 // fakeOwnership is Neutron for the servers (derivedView), counting its
 // requests: targeted (ports of a server, floating IPs of ports) and
@@ -154,41 +151,8 @@ func (f *fakeOwnership) PortsOfServers(_ context.Context, serverIDs []string, pr
 	return out, nil
 }
 
-func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server, error) {
-	f.count(false)
-	if f.err != nil {
-		return nil, f.err
-	}
-	for _, s := range f.servers {
-		if s.ID == id && s.Status != openstack.StatusDeleted {
-			return &s, nil
-		}
-	}
-	return nil, fmt.Errorf("server %s: %w", id, openstack.ErrNotFound)
-}
-
-func (f *fakeCompute) ListServers(_ context.Context, opts openstack.ListServersOpts) ([]openstack.Server, error) {
-	// A batch's listing names several servers (openstack.NamesRegexp); a
-	// targeted lookup by name one.
-	f.count(opts.Name == "" || strings.HasPrefix(opts.Name, "^("))
-	if f.err != nil {
-		return nil, f.err
-	}
-	re, err := regexp.Compile(opts.Name)
-	if err != nil {
-		return nil, err
-	}
-	var out []openstack.Server
-	for _, s := range f.servers {
-		if re.MatchString(s.Name) {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
 func TestOpenStackCloudLookups(t *testing.T) {
-	compute := &fakeCompute{servers: testCloud().servers}
+	servers := testCloud().servers
 	tests := []struct {
 		name    string
 		nodes   []*corev1.Node
@@ -224,8 +188,8 @@ func TestOpenStackCloudLookups(t *testing.T) {
 				continue // decided before any lookup: nothing to batch
 			}
 			t.Run(mode+": "+tt.name, func(t *testing.T) {
-				c := &fakeCompute{servers: compute.servers, err: tt.err}
-				o := &fakeOwnership{servers: compute.servers, overrides: testCloud().views}
+				c := newFakeCompute(servers, tt.err)
+				o := &fakeOwnership{servers: servers, overrides: testCloud().views}
 				e := NewEvaluator(NewOpenStackCloud(c, o, tt.region, testProject, CloudOptions{Window: 300 * time.Millisecond}), withRegistered(tt.nodes, tt.spec.node, "node-off"), nil, testPolicy)
 				csr := makeCSR(t, tt.spec)
 				var d Decision
@@ -244,11 +208,11 @@ func TestOpenStackCloudLookups(t *testing.T) {
 // evaluateInABatch decides csr together with another request, both asked
 // within the coalescing window after a first lookup: one request each for
 // servers, ports and floating IPs answers both.
-func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *fakeCompute, o *fakeOwnership, nodes []*corev1.Node) (Decision, error) {
+func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.CertificateSigningRequest, c *openstacktest.Compute, o *fakeOwnership, nodes []*corev1.Node) (Decision, error) {
 	t.Helper()
 	other := makeCSR(t, csrSpec{name: "other", node: "node-off", ips: []string{"10.0.0.12"}})
 	_, _ = e.Evaluate(context.Background(), other) // starts the window
-	getsBefore, listsBefore := c.calls()
+	getsBefore, listsBefore := novaCalls(c)
 	neutronTargetedBefore, neutronListsBefore := o.calls()
 	var wg sync.WaitGroup
 	var d Decision
@@ -256,7 +220,7 @@ func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.Certificat
 	wg.Go(func() { d, err = e.Evaluate(context.Background(), csr) })
 	wg.Go(func() { _, _ = e.Evaluate(context.Background(), other) })
 	wg.Wait()
-	gets, lists := c.calls()
+	gets, lists := novaCalls(c)
 	t.Logf("the batch cost %d listing(s) and %d targeted call(s)", lists-listsBefore, gets-getsBefore)
 	if lists != listsBefore+1 {
 		t.Fatalf("two requests in one window cost %d listings, want 1", lists-listsBefore)
@@ -296,7 +260,7 @@ func evaluateInABatch(t *testing.T, e *Evaluator, csr *certificatesv1.Certificat
 		}
 	}
 	neutronTargeted, neutronLists := o.calls()
-	if calls := neutronLists - neutronListsBefore + neutronTargeted - neutronTargetedBefore; c.err == nil && calls != wantCalls {
+	if calls := neutronLists - neutronListsBefore + neutronTargeted - neutronTargetedBefore; c.Err() == nil && calls != wantCalls {
 		t.Fatalf("two requests in one window cost %d Neutron calls (%d port listings), want %d (the ports of the servers that can be approved, floating IPs and trunks on them if asked for)",
 			calls, neutronLists-neutronListsBefore, wantCalls)
 	}
@@ -324,7 +288,7 @@ func checkLookupCase(t *testing.T, noDecision bool, wantErr error, verdict Verdi
 
 func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
 	servers := testCloud().servers
-	c := &fakeCompute{servers: servers}
+	c := newFakeCompute(servers, nil)
 	cloud := NewOpenStackCloud(c, &fakeOwnership{servers: servers}, "", testProject, CloudOptions{QPS: 20, Burst: 1, Window: -1})
 	start := time.Now()
 	for range 5 {
@@ -338,7 +302,7 @@ func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
 
 	// 200 requests at once: a handful of listings, well within the limit's
 	// pace for 200 calls (10 s).
-	c = &fakeCompute{servers: servers}
+	c = newFakeCompute(servers, nil)
 	o := &fakeOwnership{servers: servers}
 	cloud = NewOpenStackCloud(c, o, "", testProject, CloudOptions{QPS: 20, Burst: 1, Window: 50 * time.Millisecond})
 	start = time.Now()
@@ -352,7 +316,7 @@ func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	gets, lists := c.calls()
+	gets, lists := novaCalls(c)
 	nt, nl := o.calls()
 	if elapsed := time.Since(start); elapsed > 3*time.Second || gets+lists+nt+nl > 30 {
 		t.Errorf("200 concurrent requests: %d GETs and %d listings of Nova, %d targeted requests and %d listings of Neutron in %s; want a few calls in well under 10 s",
@@ -371,12 +335,12 @@ func TestCloudRateLimitCountsCallsNotRequests(t *testing.T) {
 // listing by name, not by a targeted lookup each.
 func TestABatchListsTheServersANodeNameBindsTo(t *testing.T) {
 	servers := testCloud().servers
-	c := &fakeCompute{servers: servers}
+	c := newFakeCompute(servers, nil)
 	o := &fakeOwnership{servers: servers}
 	cloud := NewOpenStackCloud(c, o, "", testProject, CloudOptions{Window: 300 * time.Millisecond, DNSSuffixes: []string{"Example.COM."}})
 	ctx := context.Background()
 	_, _ = cloud.InstanceForNode(ctx, "", "node-off", nil) // starts the window
-	getsBefore, listsBefore := c.calls()
+	getsBefore, listsBefore := novaCalls(c)
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
 		wg.Go(func() {
@@ -387,7 +351,7 @@ func TestABatchListsTheServersANodeNameBindsTo(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if gets, lists := c.calls(); gets != getsBefore || lists != listsBefore+1 {
+	if gets, lists := novaCalls(c); gets != getsBefore || lists != listsBefore+1 {
 		t.Errorf("two Nodes named by FQDN cost %d listings and %d targeted lookups, want 1 and 0", lists-listsBefore, gets-getsBefore)
 	}
 }

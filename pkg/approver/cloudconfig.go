@@ -55,7 +55,7 @@ func buildCloud(ctx context.Context, cfg *Config, watchCredentials bool) (Cloud,
 	if clients.ProjectID != "" && clients.ProjectID != cfg.ProjectID {
 		return nil, fmt.Errorf("--cloud-config %s: tenant-id %q is not the project the credentials are scoped to (%q)", cfg.CloudConfig, cfg.ProjectID, clients.ProjectID)
 	}
-	if watchCredentials && clients.Provider != nil {
+	if watchCredentials {
 		go openstack.NewCredentialWatch(cfg.CloudConfig, clients, cc.Global).Run(ctx, openstack.CredentialsPollPeriod)
 	}
 	// Servers, ports and floating IPs are read for every decision (one

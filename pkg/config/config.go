@@ -170,7 +170,7 @@ type Route struct {
 	RouterID string // router-id
 	// AdoptUpstream: a route the upstream openstack-cloud-controller-manager
 	// made for a Node (its pod CIDR via its address) joins this cluster's
-	// route ledger (pkg/provider/routeadopt.go). Stackward's own key,
+	// route ledger (pkg/routes/adoptpolicy.go). Stackward's own key,
 	// default true; its own rather than the load balancers' so that either
 	// can be refused alone.
 	AdoptUpstream bool // adopt-upstream-routes

@@ -25,7 +25,7 @@
 // IPs of every port, and leaving ports out keeps the CCM's node lookup to
 // the shared server and trunk listings (openstack.ServerCache and
 // openstack.TrunkCache). What may be certified is stricter
-// (trust.go): the approver also asks Neutron which ports and floating IPs
+// (cloudcontrolled.go): the approver also asks Neutron which ports and floating IPs
 // the server owns, and trusts only those of them For also publishes.
 package nodeaddress
 

@@ -101,7 +101,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}
 	neutron := &Neutron{client: network, caller: caller}
 	return &Clients{
-		Compute:   newGopherCompute(compute, caller),
+		Compute:   newNova(compute, caller),
 		Network:   neutron,
 		Ownership: neutron,
 		Neutron:   neutron,
@@ -143,6 +143,9 @@ func neutronClient(provider *gophercloud.ProviderClient, eo gophercloud.Endpoint
 // versions: those requests would bypass the Caller (no metrics, no retry,
 // no ctx) and cost a call per service at every start.
 func serviceClient(provider *gophercloud.ProviderClient, eo gophercloud.EndpointOpts, serviceType string) (*gophercloud.ServiceClient, error) {
+	if provider == nil {
+		return nil, fmt.Errorf("find the %s service: %w", serviceType, ErrNoCatalog)
+	}
 	eo.ApplyDefaults(serviceType)
 	eo.Version = 0
 	url, err := provider.EndpointLocator(eo)

@@ -1,7 +1,7 @@
 // Package openstack is Stackward's only door to the OpenStack APIs: every
 // gophercloud call of the CCM and the approver is made here (Keystone in
-// clients.go, Nova in compute.go, Neutron in network.go, ownership*.go and
-// neutron_*.go, Octavia in octavia*.go). It turns gophercloud v2 responses
+// clients.go, Nova in nova.go, Neutron in neutron*.go and ownership*.go,
+// Octavia in octavia*.go; each adapter is a type named after its service). It turns gophercloud v2 responses
 // into one set of small domain types (one Port, one FloatingIP), and the
 // packages that use them (loadbalancer, routes, approver, provider)
 // declare the narrow ctx-first interfaces they consume.

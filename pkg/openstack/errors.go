@@ -45,3 +45,8 @@ func IsInvalid(err error) bool { return gophercloud.ResponseCodeIs(err, http.Sta
 // the trunk service plugin is not loaded, so no server has subports. Only
 // that answer means it; any other failure of a trunk listing is an error.
 var ErrNoTrunkExtension = errors.New("neutron has no trunk extension")
+
+// ErrNoCatalog: Clients without an authenticated provider (built by hand
+// with a Compute only) have no service catalog, so every other service is
+// missing from them, as from a cloud that does not offer it.
+var ErrNoCatalog = errors.New("no service catalog (no authenticated provider client)")

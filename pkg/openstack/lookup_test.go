@@ -1,10 +1,13 @@
-package openstack
+package openstack_test
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stackward/stackward/internal/openstacktest"
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 func TestParseProviderID(t *testing.T) {
@@ -27,34 +30,34 @@ func TestParseProviderID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			region, got, err := ParseProviderID(tt.pid)
+			region, got, err := openstack.ParseProviderID(tt.pid)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidProviderID) {
-					t.Fatalf("ParseProviderID(%q) = %q, %q, %v; want ErrInvalidProviderID", tt.pid, region, got, err)
+				if !errors.Is(err, openstack.ErrInvalidProviderID) {
+					t.Fatalf("openstack.ParseProviderID(%q) = %q, %q, %v; want openstack.ErrInvalidProviderID", tt.pid, region, got, err)
 				}
 				return
 			}
 			if err != nil || region != tt.wantRegion || got != tt.wantID {
-				t.Fatalf("ParseProviderID(%q) = %q, %q, %v; want %q, %q", tt.pid, region, got, err, tt.wantRegion, tt.wantID)
+				t.Fatalf("openstack.ParseProviderID(%q) = %q, %q, %v; want %q, %q", tt.pid, region, got, err, tt.wantRegion, tt.wantID)
 			}
-			if back := ProviderID(region, got); back != tt.pid {
-				t.Errorf("ProviderID(%q, %q) = %q, want %q", region, got, back, tt.pid)
+			if back := openstack.ProviderID(region, got); back != tt.pid {
+				t.Errorf("openstack.ProviderID(%q, %q) = %q, want %q", region, got, back, tt.pid)
 			}
 		})
 	}
 }
 
 func TestServerForNode(t *testing.T) {
-	servers := []Server{
-		{ID: "id-1", Name: "node-1", Status: StatusActive},
-		{ID: "id-10", Name: "node-10", Status: StatusActive},
-		{ID: "id-dot", Name: "node.2", Status: StatusActive},
-		{ID: "id-x2", Name: "nodeX2", Status: StatusActive},
-		{ID: "id-dup-a", Name: "dup", Status: StatusActive},
-		{ID: "id-dup-b", Name: "dup", Status: StatusShutoff},
-		{ID: "id-gone", Name: "gone", Status: StatusDeleted},
-		{ID: "id-old", Name: "reborn", Status: StatusSoftDeleted},
-		{ID: "id-new", Name: "reborn", Status: StatusActive},
+	servers := []openstack.Server{
+		{ID: "id-1", Name: "node-1", Status: openstack.StatusActive},
+		{ID: "id-10", Name: "node-10", Status: openstack.StatusActive},
+		{ID: "id-dot", Name: "node.2", Status: openstack.StatusActive},
+		{ID: "id-x2", Name: "nodeX2", Status: openstack.StatusActive},
+		{ID: "id-dup-a", Name: "dup", Status: openstack.StatusActive},
+		{ID: "id-dup-b", Name: "dup", Status: openstack.StatusShutoff},
+		{ID: "id-gone", Name: "gone", Status: openstack.StatusDeleted},
+		{ID: "id-old", Name: "reborn", Status: openstack.StatusSoftDeleted},
+		{ID: "id-new", Name: "reborn", Status: openstack.StatusActive},
 	}
 	tests := []struct {
 		name       string
@@ -67,43 +70,44 @@ func TestServerForNode(t *testing.T) {
 		wantFilter string
 	}{
 		{name: "a providerID is looked up by ID with one GET", providerID: "openstack:///id-10", nodeName: "node-1", wantID: "id-10", wantGets: 1},
-		{name: "an unknown providerID is not found", providerID: "openstack:///id-404", wantErr: ErrNotFound, wantGets: 1},
-		{name: "a bad providerID is an error without a call", providerID: "gce:///id-1", wantErr: ErrInvalidProviderID},
+		{name: "an unknown providerID is not found", providerID: "openstack:///id-404", wantErr: openstack.ErrNotFound, wantGets: 1},
+		{name: "a bad providerID is an error without a call", providerID: "gce:///id-1", wantErr: openstack.ErrInvalidProviderID},
 		{name: "a name matches exactly, not as a prefix", nodeName: "node-1", wantID: "id-1", wantLists: 1, wantFilter: `^node-1$`},
 		{name: "regex characters in a name are escaped", nodeName: "node.2", wantID: "id-dot", wantLists: 1, wantFilter: `^node\.2$`},
-		{name: "a name matching no server is not found", nodeName: "node-3", wantErr: ErrNotFound, wantLists: 1},
-		{name: "a name matching two servers is ambiguous", nodeName: "dup", wantErr: ErrAmbiguous, wantLists: 1},
-		{name: "a deleted server does not match its name", nodeName: "gone", wantErr: ErrNotFound, wantLists: 1},
+		{name: "a name matching no server is not found", nodeName: "node-3", wantErr: openstack.ErrNotFound, wantLists: 1},
+		{name: "a name matching two servers is ambiguous", nodeName: "dup", wantErr: openstack.ErrAmbiguous, wantLists: 1},
+		{name: "a deleted server does not match its name", nodeName: "gone", wantErr: openstack.ErrNotFound, wantLists: 1},
 		{name: "a soft-deleted predecessor does not make a re-created server ambiguous", nodeName: "reborn", wantID: "id-new", wantLists: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fc := &fakeCompute{servers: servers}
-			got, err := ServerForNode(context.Background(), fc, tt.providerID, tt.nodeName)
-			gets, lists := fc.counts()
+			fc := openstacktest.NewCompute(servers...)
+			fc.ListDeleted = true // ServerForNode must leave them out itself
+			got, err := openstack.ServerForNode(context.Background(), fc, tt.providerID, tt.nodeName)
+			gets, lists := fc.Counts()
 			if gets != tt.wantGets || lists != tt.wantLists {
 				t.Errorf("calls: %d gets, %d lists; want %d, %d", gets, lists, tt.wantGets, tt.wantLists)
 			}
-			if tt.wantFilter != "" && (len(fc.listOpts) != 1 || fc.listOpts[0].Name != tt.wantFilter) {
-				t.Errorf("list filters %+v, want name %q", fc.listOpts, tt.wantFilter)
+			if calls := fc.Calls(); tt.wantFilter != "" && (len(calls) != 1 || calls[0].Get || calls[0].Opts.Name != tt.wantFilter) {
+				t.Errorf("calls %+v, want one listing with name %q", calls, tt.wantFilter)
 			}
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("ServerForNode = %+v, %v; want %v", got, err, tt.wantErr)
+					t.Fatalf("openstack.ServerForNode = %+v, %v; want %v", got, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got.ID != tt.wantID {
-				t.Fatalf("ServerForNode = %+v, %v; want %s", got, err, tt.wantID)
+				t.Fatalf("openstack.ServerForNode = %+v, %v; want %s", got, err, tt.wantID)
 			}
 		})
 	}
 }
 
 func TestAmbiguousNamesListEveryServer(t *testing.T) {
-	fc := &fakeCompute{servers: []Server{{ID: "b", Name: "n"}, {ID: "a", Name: "n"}, {ID: "c", Name: "n"}}}
-	_, err := ServerForNode(context.Background(), fc, "", "n")
-	if !errors.Is(err, ErrAmbiguous) || !strings.HasSuffix(err.Error(), ": a, b, c") || IsNotFound(err) {
-		t.Fatalf("err = %v; want ErrAmbiguous naming a, b, c and not a not-found", err)
+	fc := openstacktest.NewCompute([]openstack.Server{{ID: "b", Name: "n"}, {ID: "a", Name: "n"}, {ID: "c", Name: "n"}}...)
+	_, err := openstack.ServerForNode(context.Background(), fc, "", "n")
+	if !errors.Is(err, openstack.ErrAmbiguous) || !strings.HasSuffix(err.Error(), ": a, b, c") || openstack.IsNotFound(err) {
+		t.Fatalf("err = %v; want openstack.ErrAmbiguous naming a, b, c and not a not-found", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/nodeaddress"
 	"github.com/stackward/stackward/pkg/openstack"
+	"github.com/stackward/stackward/pkg/routes"
 )
 
 // ProviderName is the --cloud-provider name, the scheme of providerIDs.
@@ -41,7 +42,7 @@ type Options struct {
 	DNSSuffixes []string
 	// NodeCIDRMasks are kube-controller-manager's --node-cidr-mask-size
 	// values: a pod CIDR wider than its family's is never routed.
-	NodeCIDRMasks NodeCIDRMaskSizes
+	NodeCIDRMasks routes.NodeCIDRMaskSizes
 	// LBStuckAfter is how long a load balancer may stay PENDING_* before
 	// it is reported stuck; zero means loadbalancer.DefaultStuckAfter.
 	LBStuckAfter time.Duration

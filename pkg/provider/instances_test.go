@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/stackward/stackward/internal/openstacktest"
 	"github.com/stackward/stackward/pkg/config"
 	"github.com/stackward/stackward/pkg/openstack"
 )
@@ -59,7 +60,7 @@ func testConfig() *config.Config {
 	return cfg
 }
 
-func newTestCloud(t *testing.T, compute *fakeCompute, opts Options) (*instances, *record.FakeRecorder) {
+func newTestCloud(t *testing.T, compute *openstacktest.Compute, opts Options) (*instances, *record.FakeRecorder) {
 	t.Helper()
 	cloud, err := New(testConfig(), &openstack.Clients{Compute: compute}, opts)
 	if err != nil {
@@ -185,12 +186,12 @@ func TestInstanceMetadata(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			compute := newFakeCompute(testServers()...)
-			compute.setErr(tt.cloudErr)
+			compute.SetErr(tt.cloudErr)
 			i, rec := newTestCloud(t, compute, tt.opts)
 
 			md, err := i.InstanceMetadata(context.Background(), tt.node)
 
-			if gets, lists := compute.calls(); gets+lists > 2 {
+			if gets, lists := compute.Counts(); gets+lists > 2 {
 				t.Errorf("InstanceMetadata made %d GETs and %d listings, want at most 2 calls", gets, lists)
 			}
 			gotEvents := events(rec)
@@ -257,7 +258,7 @@ func TestInstanceExistsAndShutdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			compute := newFakeCompute(testServers()...)
-			compute.setErr(tt.cloudErr)
+			compute.SetErr(tt.cloudErr)
 			i, _ := newTestCloud(t, compute, Options{})
 			ctx := context.Background()
 
@@ -313,7 +314,7 @@ func TestLookupsOfManyNodesShareOneListing(t *testing.T) {
 			t.Fatalf("InstanceExists(%s) = %v, %v", s.Name, exists, err)
 		}
 	}
-	if gets, lists := compute.calls(); gets != 0 || lists != 1 {
+	if gets, lists := compute.Counts(); gets != 0 || lists != 1 {
 		t.Fatalf("%d nodes cost %d GETs and %d listings, want 0 GETs and 1 listing", n, gets, lists)
 	}
 }
@@ -328,10 +329,8 @@ func TestServerCreatedAfterTheListingIsFound(t *testing.T) {
 		t.Fatalf("InstanceMetadata(web-1): %v", err)
 	}
 	const newID = "6f5c1a2e-8d0b-4c47-9a51-0e6b2f0c1a03"
-	compute.mu.Lock()
-	compute.servers[newID] = server(newID, "web-3", openstack.StatusActive)
-	compute.mu.Unlock()
-	gets0, lists0 := compute.calls()
+	compute.Put(server(newID, "web-3", openstack.StatusActive))
+	gets0, lists0 := compute.Counts()
 
 	for _, node := range []*corev1.Node{newNode("web-3", "openstack:///"+newID, false), newNode("web-3", "", false)} {
 		md, err := i.InstanceMetadata(ctx, node)
@@ -345,7 +344,7 @@ func TestServerCreatedAfterTheListingIsFound(t *testing.T) {
 			t.Errorf("InstanceExists(web-3, providerID %q) = %v, %v; want true", node.Spec.ProviderID, exists, err)
 		}
 	}
-	gets, lists := compute.calls()
+	gets, lists := compute.Counts()
 	if calls := gets - gets0 + lists - lists0; calls != 4 {
 		t.Errorf("4 lookups of a server missing from the listing cost %d calls, want 4 direct ones", calls)
 	}

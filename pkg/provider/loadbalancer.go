@@ -33,11 +33,11 @@ type WithServices struct {
 	noLB   *noLoadBalancers // lb could not be built (nolb.go)
 	routes *routes.Routes
 	kube   *kubeAccess
-	// podCIDRs checks pod CIDRs before routes are written (podcidr.go).
-	podCIDRs podCIDRPolicy
+	// podCIDRs checks pod CIDRs before routes are written.
+	podCIDRs routes.PodCIDRPolicy
 	// nodeMasks are the node CIDR mask flags, settled against
 	// --cluster-cidr when the route controller starts.
-	nodeMasks NodeCIDRMaskSizes
+	nodeMasks routes.NodeCIDRMaskSizes
 	// adoptRoutes is [Route] adopt-upstream-routes; routeMemo outlives
 	// each Routes() so that a verdict is said once (routeadopt.go).
 	adoptRoutes bool
@@ -66,15 +66,12 @@ func NewWithServices(ctx context.Context, cfg *config.Config, clients *openstack
 		return nil, err
 	}
 	// The mask flags are checked now, not only when routes start.
-	policy, err := newPodCIDRPolicy("", opts.NodeCIDRMasks)
+	policy, err := routes.NewPodCIDRPolicy("", opts.NodeCIDRMasks)
 	if err != nil {
 		return nil, fmt.Errorf("new openstack provider: %w", err)
 	}
 	w := &WithServices{Cloud: base, kube: &kubeAccess{}, podCIDRs: policy, nodeMasks: opts.NodeCIDRMasks,
 		adoptRoutes: cfg.Route.AdoptUpstream}
-	if clients.Provider == nil {
-		return w, nil // fake clients: nodes only
-	}
 	logger := klog.FromContext(ctx)
 	if cfg.LoadBalancer.Enabled {
 		w.lb, err = newLoadBalancers(cfg.LoadBalancer, clients, w.kube, sopts, opts.LBStuckAfter)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stackward/stackward/pkg/openstack"
 )
 
 func TestWithoutOctaviaServicesAreToldAndNothingIsDeletedOnDoubt(t *testing.T) {
@@ -41,5 +43,31 @@ func TestWithoutOctaviaServicesAreToldAndNothingIsDeletedOnDoubt(t *testing.T) {
 				t.Errorf("error %q does not name the missing service", err)
 			}
 		})
+	}
+}
+
+// TestClientsWithoutACatalogServeNodesOnly: clients that have a Compute
+// and no service catalog (no authenticated provider) are a cloud without
+// Octavia: the provider is built, Services are told why they get no load
+// balancer, and no routes are offered.
+func TestClientsWithoutACatalogServeNodesOnly(t *testing.T) {
+	cfg := testConfig()
+	w, err := NewWithServices(context.Background(), cfg, &openstack.Clients{Compute: newFakeCompute(testServers()...)}, Options{}, ServiceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.InstancesV2(); !ok {
+		t.Error("no InstancesV2: nodes would not be served")
+	}
+	lb, ok := w.LoadBalancer()
+	if !ok {
+		t.Fatal("no LoadBalancer: the service controller would not run and Services would wait silently")
+	}
+	_, err = lb.EnsureLoadBalancer(context.Background(), "lab", &corev1.Service{}, nil)
+	if !errors.Is(err, openstack.ErrNoCatalog) || !strings.Contains(err.Error(), "load-balancer service") {
+		t.Errorf("EnsureLoadBalancer: %v; want an error naming the load-balancer service and the missing catalog", err)
+	}
+	if _, ok := w.Routes(); ok {
+		t.Error("routes offered without a [Route] router-id")
 	}
 }

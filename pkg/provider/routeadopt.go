@@ -4,38 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/stackward/stackward/pkg/openstack"
 	"github.com/stackward/stackward/pkg/routes"
 )
 
-// The upstream openstack-cloud-controller-manager keeps no record of its
-// routes: a route of its is a bare "pod CIDR via node address" on the
-// router (no name, no tag; Neutron routes have neither), and the allowed
-// address pair of the pod CIDR on the node's port. Taking over, Stackward
-// adopts such a route into its ledger when it is beyond doubt that node's:
-//   - its destination is exactly one Node's pod CIDR, and no other Node
-//     claims it;
-//   - that Node is initialized by the CCM (its providerID is trusted), its
-//     pod CIDR passes the pod CIDR policy (podcidr.go), and the next hop is
-//     one of its InternalIPs;
-//   - a port of the Node's server (found by its providerID, in Neutron)
-//     holds the next hop: the cloud, not the kubelet, says the address is
-//     the node's;
-//   - no other route to the same destination is the node's already or a
-//     candidate too.
-// A route matching no Node's pod CIDR is another cluster's or the
-// operator's: it is logged once and never touched. A route for a Node's
-// pod CIDR that fails a check gets a Warning RouteNotAdopted Event on that
-// Node naming the route and why, and nothing changes.
+// Adopting the upstream CCM's routes: which route may be adopted for which
+// node is pkg/routes' decision (routes.Adoptable, with the rules); here the
+// CCM lists, adopts and says what it did. A route for a Node's pod CIDR
+// that fails a check gets a Warning RouteNotAdopted Event on that Node
+// naming the route and why, and nothing changes; a route matching no
+// Node's pod CIDR is logged once.
 
 const (
 	reasonRouteAdopted    = "AdoptedUpstreamRoute"
@@ -74,14 +58,14 @@ func (n *nodeRoutes) adopt(ctx context.Context, nodes []corev1.Node, owned []rou
 	logger := klog.FromContext(ctx)
 	adopted := false
 	for _, rt := range others {
-		cands := nodesWithPodCIDR(nodes, rt.Destination)
+		cands := routes.NodesWithPodCIDR(nodes, rt.Destination)
 		if len(cands) == 0 {
 			if n.memo.first(rt, "no node") {
 				logger.Info("Route on the router is no Node's pod CIDR: not this cluster's, left alone", "destination", rt.Destination, "nextHop", rt.NextHop, "router", n.r.RouterID())
 			}
 			continue
 		}
-		node, serverID, why := n.adoptable(rt, cands, nodes, owned, others)
+		node, serverID, why := routes.Adoptable(rt, cands, nodes, owned, others, n.cidrs)
 		if why != "" {
 			n.notAdopted(ctx, cands, rt, why)
 			continue
@@ -103,43 +87,6 @@ func (n *nodeRoutes) adopt(ctx context.Context, nodes []corev1.Node, owned []rou
 		}
 	}
 	return adopted, nil
-}
-
-// adoptable checks everything but the cloud's ports; why is "" when the
-// route may be adopted for node.
-func (n *nodeRoutes) adoptable(rt routes.Route, cands []*corev1.Node, nodes []corev1.Node, owned []routes.Owned, others []routes.Route) (node *corev1.Node, serverID, why string) {
-	if len(cands) > 1 {
-		names := make([]string, len(cands))
-		for i, c := range cands {
-			names[i] = c.Name
-		}
-		return nil, "", fmt.Sprintf("its destination is the pod CIDR of several Nodes (%s)", strings.Join(names, ", "))
-	}
-	node = cands[0]
-	if node.Spec.ProviderID == "" || uninitialized(node) {
-		return nil, "", fmt.Sprintf("node %s is not initialized by the CCM yet", node.Name)
-	}
-	serverID, err := providerServer(node)
-	if err != nil {
-		return nil, "", fmt.Sprintf("node %s: %v", node.Name, err)
-	}
-	if refusal := n.cidrs.refuse(node.Name, rt.Destination, nodes); refusal != "" {
-		return nil, "", refusal
-	}
-	if !hasInternalIP(node, rt.NextHop) {
-		return nil, "", fmt.Sprintf("next hop %s is not an InternalIP of node %s", rt.NextHop, node.Name)
-	}
-	for _, o := range owned {
-		if o.Destination == rt.Destination {
-			return nil, "", fmt.Sprintf("this cluster already routes %s via %s", o.Destination, o.NextHop)
-		}
-	}
-	for _, other := range others {
-		if other != rt && other.Destination == rt.Destination && hasInternalIP(node, other.NextHop) {
-			return nil, "", fmt.Sprintf("the router also routes %s via %s, another address of node %s", other.Destination, other.NextHop, node.Name)
-		}
-	}
-	return node, serverID, ""
 }
 
 // notAdopted says once per verdict why a route for a Node's pod CIDR stays
@@ -187,37 +134,4 @@ func (n *nodeRoutes) recorder() record.EventRecorder {
 		return nil
 	}
 	return n.events()
-}
-
-// providerServer is the server ID of a Node's providerID.
-func providerServer(node *corev1.Node) (string, error) {
-	_, id, err := openstack.ParseProviderID(node.Spec.ProviderID)
-	return id, err
-}
-
-// nodesWithPodCIDR are the Nodes whose pod CIDRs include cidr exactly.
-func nodesWithPodCIDR(nodes []corev1.Node, cidr string) []*corev1.Node {
-	want, err := netip.ParsePrefix(cidr)
-	if err != nil {
-		return nil
-	}
-	var out []*corev1.Node
-	for i := range nodes {
-		for _, c := range podCIDRsOf(&nodes[i]) {
-			if p, err := netip.ParsePrefix(c); err == nil && p == want {
-				out = append(out, &nodes[i])
-				break
-			}
-		}
-	}
-	return out
-}
-
-func hasInternalIP(node *corev1.Node, ip string) bool {
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP && a.Address == ip {
-			return true
-		}
-	}
-	return false
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/stackward/stackward/pkg/openstack"
@@ -19,6 +18,10 @@ import (
 
 // Routes: Cloud alone has none; WithServices serves the [Route] router's.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// reasonPodCIDRRefused is the Event reason of a pod CIDR that
+// routes.PodCIDRPolicy refused.
+const reasonPodCIDRRefused = "PodCIDRRefused"
 
 // nodeRoutes is cloudprovider.Routes over pkg/routes: the route
 // controller thinks in nodes, Neutron in next-hop addresses.
@@ -33,17 +36,15 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // failed) is reported the same way when no Node has its next hop, so that
 // its address pair is cleaned up too.
 //
-// Who a route belongs to is never read from Node.status.addresses, which
-// each kubelet writes: a route is its record's node's while that Node's
-// providerID (which the CCM checked) names the record's server, whose port
-// held the next hop when the route was made (routes.Add checks it), and the
-// node still reports that address. A node that adds another node's IP to
-// its own status changes nothing about the other node's route.
+// A route is its record's node's while that Node's providerID (which the
+// CCM checked) names the record's server, whose port held the next hop when
+// the route was made (routes.Add checks it), and the node still reports
+// that address (routes.Record.OwnedBy).
 type nodeRoutes struct {
 	r     *routes.Routes
 	nodes func(ctx context.Context) ([]corev1.Node, error)
-	// cidrs checks each pod CIDR before anything is written (podcidr.go).
-	cidrs podCIDRPolicy
+	// cidrs checks each pod CIDR before anything is written.
+	cidrs routes.PodCIDRPolicy
 	// events returns the recorder for refusals (nil: none yet).
 	events func() record.EventRecorder
 	// adoptUpstream is [Route] adopt-upstream-routes (routeadopt.go).
@@ -80,7 +81,7 @@ func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 	out := make([]*cloudprovider.Route, 0, len(owned))
 	for _, o := range owned {
 		target := ""
-		if node := byName[o.Node]; node != nil && ownsRoute(node, o.Record) {
+		if node := byName[o.Node]; node != nil && o.OwnedBy(node) {
 			target = o.Node
 		}
 		if !o.OnRouter && target != "" {
@@ -96,29 +97,12 @@ func (n *nodeRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 	return out, nil
 }
 
-// ownsRoute reports whether node is still the record's: its (CCM-checked)
-// providerID names the record's server and it still has the next hop.
-func ownsRoute(node *corev1.Node, rec routes.Record) bool {
-	if node.Spec.ProviderID == "" || uninitialized(node) {
-		return false
-	}
-	if _, id, err := openstack.ParseProviderID(node.Spec.ProviderID); err != nil || id != rec.ServerID {
-		return false
-	}
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP && a.Address == rec.NextHop {
-			return true
-		}
-	}
-	return false
-}
-
 func (n *nodeRoutes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	nodes, err := n.nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("route %s for node %s: %w", route.DestinationCIDR, route.TargetNode, err)
 	}
-	if why := n.cidrs.refuse(string(route.TargetNode), route.DestinationCIDR, nodes); why != "" {
+	if why := n.cidrs.Refuse(string(route.TargetNode), route.DestinationCIDR, nodes); why != "" {
 		n.refused(ctx, nodes, string(route.TargetNode), why)
 		return fmt.Errorf("route %s for node %s refused: %s", route.DestinationCIDR, route.TargetNode, why)
 	}
@@ -178,7 +162,7 @@ func (n *nodeRoutes) serverOf(ctx context.Context, name string) (string, error) 
 		if node.Name != name {
 			continue
 		}
-		if node.Spec.ProviderID == "" || uninitialized(&node) {
+		if !routes.Initialized(&node) {
 			// The kubelet may write any providerID; only once the CCM has
 			// checked the node's name against the server's is it trusted.
 			return "", fmt.Errorf("node %s is not initialized by the CCM yet", name)
@@ -217,20 +201,11 @@ func nextHops(route *cloudprovider.Route) []string {
 	return out
 }
 
-func uninitialized(node *corev1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return true
-		}
-	}
-	return false
-}
-
 // SetClusterCIDRs gives the routes --cluster-cidr (comma-separated), which
 // every pod CIDR must lie in, and settles the node mask sizes against it;
 // the route controller's constructor calls it.
 func (w *WithServices) SetClusterCIDRs(clusterCIDR string) error {
-	policy, err := newPodCIDRPolicy(clusterCIDR, w.nodeMasks)
+	policy, err := routes.NewPodCIDRPolicy(clusterCIDR, w.nodeMasks)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,13 @@
 // one (add_extraroutes, remove_extraroutes); with plain extraroute the whole
 // list is rewritten, compare-and-swap. A change that fails half way is
 // rolled back, so the router and the ports agree.
+//
+// The policy of what may be routed lives here too: a pod CIDR is checked
+// by PodCIDRPolicy before anything is written (a kubelet may register any
+// pod CIDR), Record.OwnedBy says whether a Node is still its route's, and
+// Adoptable decides which of the upstream CCM's unrecorded routes may be
+// adopted for which Node (adoptpolicy.go). pkg/provider turns these into
+// cloudprovider.Routes and Events.
 package routes
 
 import (

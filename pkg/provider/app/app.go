@@ -253,9 +253,7 @@ func newCloud(ctx context.Context, name, path string, popts provider.Options, op
 	if err != nil {
 		return nil, fmt.Errorf("openstack clients: %w", err)
 	}
-	if clients.Provider != nil { // fakes have none
-		go openstack.NewCredentialWatch(path, clients, cfg.Global).Run(ctx, openstack.CredentialsPollPeriod)
-	}
+	go openstack.NewCredentialWatch(path, clients, cfg.Global).Run(ctx, openstack.CredentialsPollPeriod)
 	if err := reg.Register(version.BuildInfo("stackward-ccm")); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		return nil, fmt.Errorf("register stackward_build_info: %w", err)
 	}

@@ -1,4 +1,4 @@
-package provider
+package routes
 
 import (
 	"errors"
@@ -15,10 +15,9 @@ import (
 // allowed address pair on the node's port, so a crafted one (another
 // node's range, 0.0.0.0/0) would steer or open others' traffic. A pod CIDR
 // is therefore written to Neutron only when it lies inside --cluster-cidr,
-// overlaps no other node's, and is no wider than a node's share.
-
-// reasonPodCIDRRefused is the Event reason of a refused pod CIDR.
-const reasonPodCIDRRefused = "PodCIDRRefused"
+// overlaps no other node's, and is no wider than a node's share. The zero
+// PodCIDRPolicy checks the shape and the default shares but not
+// containment.
 
 // Node CIDR mask sizes of kube-controller-manager's defaults
 // (--node-cidr-mask-size-ipv4/-ipv6), used when the CCM is not given its
@@ -38,8 +37,8 @@ type NodeCIDRMaskSizes struct {
 	IPv4, IPv6 int
 }
 
-// podCIDRPolicy checks a node's pod CIDR before any route is written.
-type podCIDRPolicy struct {
+// PodCIDRPolicy checks a node's pod CIDR before any route is written.
+type PodCIDRPolicy struct {
 	// clusterCIDRs are --cluster-cidr's; empty: containment not checked
 	// (the CCM was not given them).
 	clusterCIDRs []netip.Prefix
@@ -48,15 +47,15 @@ type podCIDRPolicy struct {
 	maskV4, maskV6 int
 }
 
-// newPodCIDRPolicy parses --cluster-cidr (comma-separated) and settles
+// NewPodCIDRPolicy parses --cluster-cidr (comma-separated) and settles
 // the node mask sizes as kube-controller-manager does: --node-cidr-mask-size
 // is for a single-stack cluster (its family's size; with no --cluster-cidr
 // it is taken for each family it fits), the -ipv4/-ipv6 ones for either,
 // each no wider than its family's cluster CIDR.
-func newPodCIDRPolicy(clusterCIDR string, masks NodeCIDRMaskSizes) (podCIDRPolicy, error) {
+func NewPodCIDRPolicy(clusterCIDR string, masks NodeCIDRMaskSizes) (PodCIDRPolicy, error) {
 	cidrs, err := parseClusterCIDRs(clusterCIDR)
 	if err != nil {
-		return podCIDRPolicy{}, err
+		return PodCIDRPolicy{}, err
 	}
 	var errs []error
 	check := func(flag string, v, most int) {
@@ -75,7 +74,7 @@ func newPodCIDRPolicy(clusterCIDR string, masks NodeCIDRMaskSizes) (podCIDRPolic
 			v6 = append(v6, c)
 		}
 	}
-	p := podCIDRPolicy{clusterCIDRs: cidrs, maskV4: masks.IPv4, maskV6: masks.IPv6}
+	p := PodCIDRPolicy{clusterCIDRs: cidrs, maskV4: masks.IPv4, maskV6: masks.IPv6}
 	if masks.Any > 0 {
 		switch {
 		case len(v4) > 0 && len(v6) > 0:
@@ -110,7 +109,7 @@ func newPodCIDRPolicy(clusterCIDR string, masks NodeCIDRMaskSizes) (podCIDRPolic
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return podCIDRPolicy{}, err
+		return PodCIDRPolicy{}, err
 	}
 	return p, nil
 }
@@ -131,11 +130,11 @@ func parseClusterCIDRs(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// refuse says why node's pod CIDR must not be routed ("" when it may).
+// Refuse says why node's pod CIDR must not be routed ("" when it may).
 // Of two nodes claiming overlapping CIDRs the one registered later (the
 // IPAM gives disjoint ranges: the later claim is the crafted one) is
 // refused.
-func (p podCIDRPolicy) refuse(node, cidr string, nodes []corev1.Node) string {
+func (p PodCIDRPolicy) Refuse(node, cidr string, nodes []corev1.Node) string {
 	prefix, err := netip.ParsePrefix(cidr)
 	if err != nil {
 		return fmt.Sprintf("pod CIDR %q of node %s is not a CIDR", cidr, node)

@@ -1,7 +1,8 @@
-package main
+package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -182,10 +183,14 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 			t.Errorf("--help does not mention %q", want)
 		}
 	}
-	if code := run([]string{"--help"}); code != 0 {
+	var stderr bytes.Buffer
+	if code := ExitCode(Run(context.Background(), []string{"--help"}, Options{Stderr: &stderr})); code != 0 {
 		t.Errorf("--help exits %d", code)
 	}
-	if code := run([]string{"--no-such-flag"}); code != 2 {
+	if !strings.Contains(stderr.String(), "--cloud-config") {
+		t.Errorf("--help printed %q, want the flags", stderr.String())
+	}
+	if code := ExitCode(Run(context.Background(), []string{"--no-such-flag"}, Options{Stderr: new(bytes.Buffer)})); code != 2 {
 		t.Errorf("a bad flag exits %d, want 2", code)
 	}
 }

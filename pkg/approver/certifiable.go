@@ -10,7 +10,7 @@ import (
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
-// The address-trust part of the policy: which IPs may ever be certified,
+// What may ever be certified, whatever the cloud says: which IPs,
 // which instance states may be, and how names compare.
 
 // notRunning are the Nova statuses in which no kubelet can be running on

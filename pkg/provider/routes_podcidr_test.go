@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -50,8 +49,12 @@ func TestRoutesTrustOnlyTheCloud(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := record.NewFakeRecorder(10)
+		policy, err := routes.NewPodCIDRPolicy("198.19.128.0/17", routes.NodeCIDRMaskSizes{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		nr := &nodeRoutes{r: r, nodes: func(context.Context) ([]corev1.Node, error) { return nodes, nil },
-			cidrs:  podCIDRPolicy{clusterCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.128.0/17")}},
+			cidrs:  policy,
 			events: func() record.EventRecorder { return rec }}
 		return nr, fake, rec
 	}
@@ -133,7 +136,7 @@ func TestNodeCIDRMaskSizes(t *testing.T) {
 	tests := []struct {
 		name        string
 		clusterCIDR string
-		masks       NodeCIDRMaskSizes
+		masks       routes.NodeCIDRMaskSizes
 		refused     map[string]string // pod CIDR → part of the refusal
 		routed      []string
 		wantErr     string
@@ -142,32 +145,32 @@ func TestNodeCIDRMaskSizes(t *testing.T) {
 		refused: map[string]string{"10.1.0.0/23": "wider than a node's /24", "fd00:0:0:2::/63": "wider than a node's /64"},
 		routed:  []string{"10.1.0.0/24", "fd00:0:0:1::/64"},
 	}, {
-		name: "--node-cidr-mask-size 26 refuses a /24 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 26},
+		name: "--node-cidr-mask-size 26 refuses a /24 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: routes.NodeCIDRMaskSizes{Any: 26},
 		refused: map[string]string{"10.1.0.0/24": "wider than a node's /26"},
 		routed:  []string{"10.1.0.0/26", "10.1.0.64/27"},
 	}, {
-		name: "--node-cidr-mask-size 16 routes a /16 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 16},
+		name: "--node-cidr-mask-size 16 routes a /16 of a single-stack IPv4 cluster", clusterCIDR: "10.0.0.0/8", masks: routes.NodeCIDRMaskSizes{Any: 16},
 		refused: map[string]string{"10.0.0.0/15": "wider than a node's /16"},
 		routed:  []string{"10.1.0.0/16"},
 	}, {
-		name: "--node-cidr-mask-size 80 is the IPv6 size of a single-stack IPv6 cluster", clusterCIDR: "fd00::/48", masks: NodeCIDRMaskSizes{Any: 80},
+		name: "--node-cidr-mask-size 80 is the IPv6 size of a single-stack IPv6 cluster", clusterCIDR: "fd00::/48", masks: routes.NodeCIDRMaskSizes{Any: 80},
 		refused: map[string]string{"fd00:0:0:1::/64": "wider than a node's /80"},
 		routed:  []string{"fd00:0:0:1::/80"},
 	}, {
-		name: "the -ipv4 and -ipv6 sizes apply to a dual-stack cluster", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: NodeCIDRMaskSizes{IPv4: 20, IPv6: 96},
+		name: "the -ipv4 and -ipv6 sizes apply to a dual-stack cluster", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: routes.NodeCIDRMaskSizes{IPv4: 20, IPv6: 96},
 		refused: map[string]string{"10.0.0.0/19": "wider than a node's /20", "fd00:0:0:1::/64": "wider than a node's /96"},
 		routed:  []string{"10.0.16.0/20", "fd00:0:0:1::/96"},
 	}, {
-		name: "--node-cidr-mask-size with a dual-stack cluster is an error", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: NodeCIDRMaskSizes{Any: 24},
+		name: "--node-cidr-mask-size with a dual-stack cluster is an error", clusterCIDR: "10.0.0.0/8,fd00::/48", masks: routes.NodeCIDRMaskSizes{Any: 24},
 		wantErr: "--node-cidr-mask-size is for a single-stack --cluster-cidr",
 	}, {
-		name: "a node mask wider than the cluster CIDR is an error", clusterCIDR: "10.0.0.0/16", masks: NodeCIDRMaskSizes{IPv4: 12},
+		name: "a node mask wider than the cluster CIDR is an error", clusterCIDR: "10.0.0.0/16", masks: routes.NodeCIDRMaskSizes{IPv4: 12},
 		wantErr: "node CIDR mask size /12 (--node-cidr-mask-size-ipv4 or --node-cidr-mask-size) is wider than --cluster-cidr 10.0.0.0/16",
 	}, {
-		name: "an IPv4 mask size over 32 is an error", masks: NodeCIDRMaskSizes{IPv4: 33},
+		name: "an IPv4 mask size over 32 is an error", masks: routes.NodeCIDRMaskSizes{IPv4: 33},
 		wantErr: "--node-cidr-mask-size-ipv4 33: want 1 to 32",
 	}, {
-		name: "--node-cidr-mask-size over 32 with an IPv4 cluster is an error", clusterCIDR: "10.0.0.0/8", masks: NodeCIDRMaskSizes{Any: 40},
+		name: "--node-cidr-mask-size over 32 with an IPv4 cluster is an error", clusterCIDR: "10.0.0.0/8", masks: routes.NodeCIDRMaskSizes{Any: 40},
 		wantErr: "--node-cidr-mask-size 40: an IPv4 --cluster-cidr takes 1 to 32",
 	}}
 	for _, tt := range tests {
@@ -184,12 +187,12 @@ func TestNodeCIDRMaskSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			for cidr, why := range tt.refused {
-				if got := w.podCIDRs.refuse("a", cidr, []corev1.Node{a}); !strings.Contains(got, why) {
+				if got := w.podCIDRs.Refuse("a", cidr, []corev1.Node{a}); !strings.Contains(got, why) {
 					t.Errorf("pod CIDR %s: refusal %q; want one saying %q", cidr, got, why)
 				}
 			}
 			for _, cidr := range tt.routed {
-				if got := w.podCIDRs.refuse("a", cidr, []corev1.Node{a}); got != "" {
+				if got := w.podCIDRs.Refuse("a", cidr, []corev1.Node{a}); got != "" {
 					t.Errorf("pod CIDR %s refused: %s", cidr, got)
 				}
 			}

@@ -14,10 +14,13 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 )
 
-var _ Compute = (*gopherCompute)(nil)
+var _ Compute = (*Nova)(nil)
 
-// gopherCompute is Compute on Nova through gophercloud.
-type gopherCompute struct {
+// Nova is every Nova call Stackward makes (servers, flavors) through
+// gophercloud, each through the Caller; the CCM and the approver consume it
+// as Compute. The adapters are named after their service: Nova, Neutron,
+// Octavia.
+type Nova struct {
 	client *gophercloud.ServiceClient
 	caller *Caller
 
@@ -28,8 +31,8 @@ type gopherCompute struct {
 	flavorNames map[string]string
 }
 
-func newGopherCompute(client *gophercloud.ServiceClient, caller *Caller) *gopherCompute {
-	return &gopherCompute{client: client, caller: caller, flavorNames: map[string]string{}}
+func newNova(client *gophercloud.ServiceClient, caller *Caller) *Nova {
+	return &Nova{client: client, caller: caller, flavorNames: map[string]string{}}
 }
 
 // novaServer is the JSON of a server, decoded directly (rather than through
@@ -96,7 +99,7 @@ func (s *novaServer) toServer() *Server {
 
 // GetServer returns one server. Only a 404 or a DELETED server is
 // ErrNotFound; the error then also wraps the cloud's answer.
-func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, error) {
+func (c *Nova) GetServer(ctx context.Context, id string) (*Server, error) {
 	var raw novaServer
 	err := c.caller.Do(ctx, ServiceCompute, "get_server", func(ctx context.Context) error {
 		return servers.Get(ctx, c.client, id).ExtractInto(&raw)
@@ -125,7 +128,7 @@ func (c *gopherCompute) GetServer(ctx context.Context, id string) (*Server, erro
 // ListServers lists servers/detail, following every page. A failed page
 // fails (and retries) the whole listing: a partial list must never be
 // mistaken for the truth.
-func (c *gopherCompute) ListServers(ctx context.Context, opts ListServersOpts) ([]Server, error) {
+func (c *Nova) ListServers(ctx context.Context, opts ListServersOpts) ([]Server, error) {
 	var all []novaServer
 	err := c.caller.Do(ctx, ServiceCompute, "list_servers", func(ctx context.Context) error {
 		var err error
@@ -161,7 +164,7 @@ type serverPage struct {
 // into the fields we use. gophercloud's pager decodes every page three times
 // (generic body, emptiness check, typed extract), which made a 10,000-server
 // listing, the CCM's periodic bulk sync, cost seconds of CPU.
-func (c *gopherCompute) listDetail(ctx context.Context, opts ListServersOpts) ([]novaServer, error) {
+func (c *Nova) listDetail(ctx context.Context, opts ListServersOpts) ([]novaServer, error) {
 	query, err := servers.ListOpts{Name: opts.Name, Status: opts.Status}.ToServerListQuery()
 	if err != nil {
 		return nil, err
@@ -203,7 +206,7 @@ func nextLink(links []gophercloud.Link) string {
 }
 
 // fillFlavorNames names the flavors of servers from clouds older than 2.47.
-func (c *gopherCompute) fillFlavorNames(ctx context.Context, srvs []*Server, raw []novaServer) error {
+func (c *Nova) fillFlavorNames(ctx context.Context, srvs []*Server, raw []novaServer) error {
 	for i, s := range srvs {
 		if s.FlavorName != "" || raw[i].Flavor.ID == "" {
 			continue
@@ -217,7 +220,7 @@ func (c *gopherCompute) fillFlavorNames(ctx context.Context, srvs []*Server, raw
 	return nil
 }
 
-func (c *gopherCompute) flavorName(ctx context.Context, id string) (string, error) {
+func (c *Nova) flavorName(ctx context.Context, id string) (string, error) {
 	c.mu.Lock()
 	name, ok := c.flavorNames[id]
 	c.mu.Unlock()
