@@ -48,18 +48,26 @@
 //   - node.go: hollow kubelets (Node, StartNode); binder.go: the lab's
 //     stand-in for kube-scheduler; pod.go, podidentity.go, exec.go: pods run
 //     as processes with their ServiceAccount's identity, exec into them;
+//     podvolume.go: the files of a pod's Secret, ConfigMap and projected
+//     volumes;
 //     logprobe.go: kubectl logs and exec through the apiserver to every
 //     kubelet, over and over, recording failures (CA rotations).
 //   - components.go, stackward.go: stackward-ccm and stackward-approver run
 //     in-process (RunCCM, RunApprover, StartStackward); identity.go: the
 //     chart rendered and its RBAC applied, as an install would.
-//   - upstreamccm.go: the upstream OpenStack CCM binary, for takeover tests.
+//   - upstreamccm.go: the upstream OpenStack CCM binary, for takeover tests;
+//     metricsserver.go: metrics-server's binary and manifests.
 //   - cloud.go: SimCloud and the lab's seed (LabSeed); testcloud.go:
 //     TestCloud, TestServer and SimTestCloud; backends.go: Backend, Backends,
 //     SharedRealCloud and helpers shared by scenarios on both clouds.
 //   - realcloud.go, realcloud_open.go, realcloud_servers.go: RealCloud:
 //     bringing it up, connecting to one already running (make realcloud),
-//     its TestCloud methods.
+//     its TestCloud methods; realcloud_faults.go, realcloud_health.go,
+//     realcloud_db.go, realcloud_octavialog.go: faults injected into its
+//     services, waiting until they answer again, what an admin does at its
+//     database, the requests octavia-api served.
+//   - faults.go: Fault, a failure of one service for a while; health.go:
+//     HealthCheck and WaitHealthy.
 //   - cloudapi.go: CloudAPI; recorder.go: what the cloud really answered
 //     behind pkg/openstack's adapters (every exchange of a client); forgedport.go, trunk.go: PortForger and Trunker on
 //     both clouds; othercluster.go: another cluster's resources on the same

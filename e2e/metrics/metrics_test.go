@@ -67,7 +67,7 @@ func TestMetricsServerVerifiesKubelets(t *testing.T) {
 	// The approver signs, with the CA of the Secret `pki export` writes,
 	// so a rotation needs no kube-controller-manager restart.
 	cp := framework.ReplaceSharedControlPlane(t, framework.ControlPlaneOptions{ApproverSigns: true})
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 

@@ -99,9 +99,9 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
 	defer cancel()
-	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 500 * time.Millisecond})
+	sim := framework.StartSimCloud(t, framework.SimCloudOptions{OctaviaDelay: 500 * time.Millisecond})
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: sim.Backend(), sim: sim,
+		cp: framework.SharedControlPlane(t), cloud: sim.TestCloud(), sim: sim,
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
 	s.play(reportPath)
@@ -166,7 +166,7 @@ type soak struct {
 	d         time.Duration
 	cp        *framework.ControlPlane
 	cloud     framework.TestCloud
-	sim       *framework.Cloud     // the simulator, nil on the real cloud
+	sim       *framework.SimCloud  // the simulator, nil on the real cloud
 	real      *realFaults          // the real cloud and its faults, nil on the simulator
 	ccmReg    *prometheus.Registry // the CCM's metrics (its cloud calls)
 	api       *clouds
