@@ -323,7 +323,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 	}
 	if err := m.Octavia.DeleteLoadBalancer(ctx, lb.ID); err != nil {
 		if openstack.IsBusy(err) {
-			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy; deleting it when it settles", lb.Name, lb.ID)
+			return m.refusedBy(lb, "delete it")
 		}
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}

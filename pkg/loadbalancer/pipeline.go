@@ -253,14 +253,17 @@ func (m *Manager) applyNext(ctx context.Context, id Identity, svc *corev1.Servic
 
 // runStep makes one planned change. Octavia's 409 means the load balancer
 // became busy since it was read (another change is settling): progress,
-// not a failure.
+// not a failure, looked at again later and later (refusedBy, watch.go), for
+// a 409 under a load balancer read ACTIVE can also be a child Octavia left
+// PENDING_* for good.
 func (m *Manager) runStep(ctx context.Context, lb *LoadBalancer, s step, spec Spec) error {
 	if err := s.do(ctx, m.Octavia); err != nil {
 		if openstack.IsBusy(err) {
-			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s: %s: Octavia says it is busy", lb.Name, s.What)
+			return m.refusedBy(lb, s.What)
 		}
 		return fmt.Errorf("load balancer %s: %s: %w", lb.Name, s.What, explainTLSRefusal(err, spec))
 	}
+	m.accepted(lb)
 	return nil
 }
 

@@ -126,7 +126,7 @@ func (m *Manager) sharedLB(ctx context.Context, id Identity, svc *corev1.Service
 func (m *Manager) setTags(ctx context.Context, lb *LoadBalancer, tags []string) error {
 	if err := m.Octavia.SetLoadBalancerTags(ctx, lb.ID, tags); err != nil {
 		if openstack.IsBusy(err) {
-			return notReady(m.requeue(), ReasonWaitingForOctavia, "load balancer %s (%s) became busy", lb.Name, lb.ID)
+			return m.refusedBy(lb, "set its tags")
 		}
 		return fmt.Errorf("tags of load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}

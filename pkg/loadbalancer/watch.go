@@ -95,6 +95,60 @@ type busyWatch struct {
 	// settle is how long each kind of change took lately (a moving
 	// average): the next wait for one looks when it should be done.
 	settle map[string]time.Duration
+	// refused is, per load balancer, since when Octavia has answered its
+	// changes with 409 without one accepted since (refusedBy).
+	refused map[string]refusal
+}
+
+// refusal is a load balancer whose changes Octavia keeps refusing.
+type refusal struct {
+	name  string
+	since time.Time
+}
+
+// conflict is the RetryError of a change Octavia refused with 409: the
+// shared view does not wait on it (the load balancer may well be ACTIVE,
+// with a child PENDING_*), its delay grows on its own.
+type conflict struct{ error }
+
+func (c conflict) Unwrap() error { return c.error }
+
+// refusedBy answers a change Octavia refused with 409 on lb: busy, looked
+// at again after recheckAfter of the time its changes have been refused,
+// and stuck (LoadBalancerStuck) once that is longer than StuckAfter. A
+// load balancer ACTIVE with a listener, pool or member Octavia left
+// PENDING_* (a worker gone mid-flow: seen on the real services) refuses
+// every change under it for good; without this a Service tried again four
+// times a second without a word.
+func (m *Manager) refusedBy(lb *LoadBalancer, what string) error {
+	w := &m.busy
+	w.mu.Lock()
+	if w.refused == nil {
+		w.refused = map[string]refusal{}
+	}
+	r, ok := w.refused[lb.ID]
+	if !ok {
+		r = refusal{name: lb.Name, since: time.Now()}
+		w.refused[lb.ID] = r
+	}
+	w.mu.Unlock()
+	refusedFor := time.Since(r.since)
+	if refusedFor >= m.stuckAfter() {
+		d := max(stuckRecheck, m.requeue())
+		return conflict{stuckError(d, "load balancer %s (%s) has refused every change since %s (over %s; the last: %s): "+
+			"a listener, pool or member under it is PENDING_* and Octavia is not finishing it, typically because an octavia-worker stopped in the middle of a change. "+
+			"An OpenStack admin can restart octavia-worker, or mark the load balancer ERROR in Octavia's database (Stackward then replaces it and keeps the floating IP)",
+			lb.Name, lb.ID, r.since.UTC().Format(time.RFC3339), m.stuckAfter(), what)}
+	}
+	d := recheckAfter(refusedFor, m.requeue())
+	return conflict{notReady(d, ReasonWaitingForOctavia, "load balancer %s (%s): %s: Octavia says it is busy", lb.Name, lb.ID, what)}
+}
+
+// accepted ends lb's refusal: Octavia took a change.
+func (m *Manager) accepted(lb *LoadBalancer) {
+	m.busy.mu.Lock()
+	delete(m.busy.refused, lb.ID)
+	m.busy.mu.Unlock()
 }
 
 // waitKey is a Service: its name, and its UID, which tells a Service made
@@ -324,6 +378,12 @@ func (m *Manager) Stuck() []StuckLoadBalancer {
 			out = append(out, StuckLoadBalancer{ID: cur.lbID, Name: cur.lbName, Status: obs.status, Since: since})
 		}
 	}
+	for id, r := range w.refused {
+		if !seen[id] && time.Since(r.since) >= m.stuckAfter() {
+			seen[id] = true
+			out = append(out, StuckLoadBalancer{ID: id, Name: r.name, Status: "refusing changes", Since: r.since})
+		}
+	}
 	return out
 }
 
@@ -410,7 +470,7 @@ func (m *Manager) viewFrom(ctx context.Context, need time.Time, lbID string) (ob
 // reports true once the load balancer settled (the sync goes on), false
 // when time is up or the view cannot be read (the RetryError stands).
 func (m *Manager) settledInSync(ctx context.Context, svc *corev1.Service, err error, deadline time.Time) bool {
-	if r := ProgressReason(errString(err)); r != ReasonWaitingForOctavia && r != ReasonApplyingChanges {
+	if r := ProgressReason(errString(err)); (r != ReasonWaitingForOctavia && r != ReasonApplyingChanges) || errors.As(err, new(conflict)) {
 		return false
 	}
 	w := &m.busy
@@ -506,7 +566,7 @@ func (m *Manager) readBusy(ctx context.Context, watched map[string]string) (map[
 // pass as they are.
 func (m *Manager) watchBusy(svc *corev1.Service, id Identity, lb *LoadBalancer, err error) error {
 	var re *api.RetryError
-	if err == nil || lb == nil || !errors.As(err, &re) {
+	if err == nil || lb == nil || !errors.As(err, &re) || errors.As(err, new(conflict)) {
 		return err
 	}
 	msg := err.Error()

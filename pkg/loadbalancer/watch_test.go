@@ -3,9 +3,12 @@ package loadbalancer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
 
 	"k8s.io/cloud-provider/api"
 )
@@ -149,5 +152,48 @@ func TestLooksComeWhenTheChangeShouldBeDone(t *testing.T) {
 	w.learn("amphora/PENDING_CREATE", 2*time.Second)
 	if got := w.settle["amphora/PENDING_CREATE"]; got != 3*time.Second {
 		t.Errorf("learned %s from 4 s then 2 s, want their average 3 s", got)
+	}
+}
+
+// A load balancer ACTIVE whose changes Octavia refuses with 409 for good
+// (a child left PENDING_* by a dead worker, seen on the real services) is
+// tried again later and later, never four times a second, and is reported
+// stuck once that has lasted StuckAfter; a change accepted ends it.
+func TestChangesRefusedForGoodBackOffThenAreStuck(t *testing.T) {
+	oct, net := newFakeOctavia(), newFakeNeutron()
+	m := newManager(oct, net)
+	m.StuckAfter = 600 * time.Millisecond
+	svc := service()
+	svc.UID = "uid-web"
+	ctx := context.Background()
+	converge(t, m, oct, svc, nodes("10.0.0.1"))
+	oct.err["batch_update_members"] = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusConflict}
+	var delays []time.Duration
+	var err error
+	for range 20 {
+		_, err = m.Ensure(ctx, "lab", svc, nodes("10.0.0.1", "10.0.0.2"))
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			t.Fatalf("Ensure on a load balancer refusing changes: %v, want a RetryError", err)
+		}
+		if StuckReason(err.Error()) != "" {
+			break
+		}
+		delays = append(delays, re.RetryAfter())
+		time.Sleep(50 * time.Millisecond)
+	}
+	if StuckReason(errString(err)) == "" {
+		t.Fatalf("never reported stuck; last: %v", err)
+	}
+	if len(delays) < 2 || delays[0] < firstRecheck || delays[len(delays)-1] < delays[0] {
+		t.Errorf("delays %v, want a quarter of a second at least, growing", delays)
+	}
+	if got := m.Stuck(); len(got) != 1 || got[0].ID != oct.only().lb.ID {
+		t.Errorf("Stuck() = %+v, want the refusing load balancer", got)
+	}
+	delete(oct.err, "batch_update_members")
+	converge(t, m, oct, svc, nodes("10.0.0.1", "10.0.0.2"))
+	if got := m.Stuck(); len(got) != 0 {
+		t.Errorf("Stuck() = %+v once a change was accepted, want none", got)
 	}
 }
