@@ -234,7 +234,10 @@ func TestGroupStatesSeesAFrozenGroupAndItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := c.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL); _ = c.Wait() })
+	// One Wait, reaped here whatever ends the process (two would race).
+	reaped := make(chan struct{})
+	go func() { _ = c.Wait(); close(reaped) }()
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL); <-reaped })
 	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +249,6 @@ func TestGroupStatesSeesAFrozenGroupAndItsEnd(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	go func() { _ = c.Wait() }()
 	if !waitGroupGone(pid, 5*time.Second) {
 		t.Errorf("group %d still there after SIGKILL: %v", pid, groupStates(pid))
 	}
