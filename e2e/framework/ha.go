@@ -305,6 +305,9 @@ func (cp *ControlPlane) mirrorEtcdPod(ctx context.Context, h *ControlPlaneHost) 
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}},
 	}
+	if err := cp.WaitDefaultServiceAccount(ctx, "kube-system"); err != nil {
+		return fmt.Errorf("mirror pod of %s's etcd: %w", h.Name, err)
+	}
 	created, err := cp.Admin.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("mirror pod of %s's etcd: %w", h.Name, err)
@@ -476,4 +479,19 @@ func (h *ControlPlaneHost) Acquired(lease string) bool {
 		}
 	}
 	return false
+}
+
+// WaitDefaultServiceAccount waits until namespace ns has its "default"
+// service account. A pod created without one fails ServiceAccount
+// admission, and the controller manager's service account controller makes
+// it only moments after it starts (or after the namespace is created).
+func (cp *ControlPlane) WaitDefaultServiceAccount(ctx context.Context, ns string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no service account %s/default after a minute: %w", ns, err)
+	}
+	return nil
 }

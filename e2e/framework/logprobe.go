@@ -50,6 +50,9 @@ const LogProbePodPrefix = "logs-"
 func (cp *ControlPlane) StartLogProber(ctx context.Context, t testing.TB, nodes []string) *LogProber {
 	t.Helper()
 	p := &LogProber{cp: cp, inFlight: map[string]*sync.Mutex{}, pods: map[string]string{}, paused: map[string]bool{}, ok: map[string]int{}}
+	if err := cp.WaitDefaultServiceAccount(ctx, "default"); err != nil {
+		t.Fatalf("the log probe's pods: %v", err)
+	}
 	for _, node := range nodes {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: LogProbePodPrefix + node, Namespace: "default"},

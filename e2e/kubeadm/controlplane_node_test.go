@@ -101,6 +101,9 @@ func TestControlPlaneHostIsANodeWithAVerifiedServingCertificate(t *testing.T) {
 				Containers:  []corev1.Container{{Name: "app", Image: "app"}},
 			},
 		}
+		if err := cp.WaitDefaultServiceAccount(ctx, "default"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := cp.Admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

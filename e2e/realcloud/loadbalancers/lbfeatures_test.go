@@ -93,6 +93,10 @@ func lbFeatures(t *testing.T, cp *framework.ControlPlane, b framework.Backend, p
 	keptSvc := cp.WaitIngress(ctx, t, ns, "kept", 5*time.Minute)
 	namedSvc := cp.WaitIngress(ctx, t, ns, "named", 5*time.Minute)
 	ingress := func(s *corev1.Service) string { return s.Status.LoadBalancer.Ingress[0].IP }
+	// The kept floating IP is the user's once the Service is gone: the
+	// user releases it, so that the tests after this one (the takeover's
+	// count of what is left) find the project as it was.
+	t.Cleanup(func() { releaseFloatingIP(t, api, ingress(keptSvc)) })
 
 	t.Run("each Service gets an ACTIVE load balancer of the provider with a TCP monitor, every node a member and a floating IP on its VIP as ingress", func(t *testing.T) {
 		st := api.WaitState(ctx, t, 5*time.Minute, "web with a monitor and both members", func(st *framework.OctaviaState) bool {
@@ -449,4 +453,23 @@ func waitWarning(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		t.Fatalf("no %s Warning on %s/%s: %s", reason, ns, name, cp.EventsOf(ctx, ns, name))
 	}
 	return msg
+}
+
+// releaseFloatingIP deletes the floating IP with the address ip, as its
+// user would once done with it.
+func releaseFloatingIP(t *testing.T, api *framework.CloudAPI, ip string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fips, err := api.FloatingIPs(ctx)
+	if err != nil {
+		t.Errorf("releasing the kept floating IP %s: %v", ip, err)
+		return
+	}
+	for _, f := range fips {
+		if f.FloatingIP == ip {
+			if err := floatingips.Delete(ctx, api.Neutron, f.ID).ExtractErr(); err != nil {
+				t.Errorf("releasing the kept floating IP %s: %v", ip, err)
+			}
+		}
+	}
 }
