@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -102,18 +103,22 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b framework.
 			return framework.AdminPort{ID: forgedPort, Status: "(cloudsim: not read)"}
 		}
 		t.Logf("%s: forged %s", cloud.Name(), adminView())
-		// The approver reads Neutron's ports: the forged one is DOWN and
-		// unbound, so its address is reported for the server yet refused.
-		request := func() (*certificatesv1.CertificateSigningRequest, bool) {
+		// The approver reads Neutron's ports: the forged one is DOWN, so its
+		// address is reported for the server yet never certified. Whether it
+		// is the server's NIC not plugged yet (an OVN outage leaves real
+		// NICs DOWN too) cannot be told from a non-admin answer, so the
+		// request is left pending with an AddressNotReady Event; where the
+		// approver's answer shows the port bound to no host, it is denied.
+		request := func() (string, bool) {
 			t.Helper()
-			c := decided(ctx, t, cp, requestServing(ctx, t, asA, nameA, framework.NodeIP(idxA), forgedIP))
-			d := framework.Condition(c, certificatesv1.CertificateDenied)
-			return c, d != nil && d.Reason == approver.ReasonUntrustedAddress && strings.Contains(d.Message, forgedIP) &&
-				strings.Contains(d.Message, "not ACTIVE") && len(c.Status.Certificate) == 0
+			name := requestServing(ctx, t, asA, nameA, framework.NodeIP(idxA), forgedIP)
+			return refused(ctx, t, cp, name, forgedIP)
 		}
-		if c, ok := request(); !ok {
-			t.Fatalf("right after the forgery: request with the forged port's %s: %s; want denied %s, the port not ACTIVE (%s)",
-				forgedIP, framework.DescribeCSR(c), approver.ReasonUntrustedAddress, adminView())
+		if what, ok := request(); !ok {
+			t.Fatalf("right after the forgery: request with the forged port's %s: %s; want it pending (%s) or denied (%s), the port not ACTIVE (%s)",
+				forgedIP, what, approver.ReasonAddressNotReady, approver.ReasonUntrustedAddress, adminView())
+		} else {
+			t.Logf("%s: right after the forgery: %s", cloud.Name(), what)
 		}
 
 		// Nova lists the forged address for the server once its info cache
@@ -135,12 +140,62 @@ func approverAgainstCloud(t *testing.T, cp *framework.ControlPlane, b framework.
 		// of a NIC; only the status is: nothing plugs the port on the
 		// hypervisor, so it stays DOWN (the lab's chassis loop, standing in
 		// for ovn-controller, brings up only the NICs of servers it booted).
-		c, ok := request()
-		if !ok {
-			t.Fatalf("once Nova lists the address: request with the forged port's %s: %s; want denied %s, the port not ACTIVE (%s)",
-				forgedIP, framework.DescribeCSR(c), approver.ReasonUntrustedAddress, adminView())
+		if what, ok := request(); !ok {
+			t.Fatalf("once Nova lists the address: request with the forged port's %s: %s; want it pending (%s) or denied (%s), the port not ACTIVE (%s)",
+				forgedIP, what, approver.ReasonAddressNotReady, approver.ReasonUntrustedAddress, adminView())
+		} else {
+			t.Logf("%s: once Nova lists the address: %s", cloud.Name(), what)
 		}
 	})
+}
+
+// refused waits for the approver to refuse CSR name for the address ip:
+// denied as UntrustedAddress, or left pending with an AddressNotReady
+// Event naming ip (and still pending, without a certificate, 5 s after
+// that Event). It says what it saw.
+func refused(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name, ip string) (string, bool) {
+	t.Helper()
+	var last *certificatesv1.CertificateSigningRequest
+	var waited bool
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // a slow apiserver is no verdict
+		}
+		last = c
+		if !framework.IsPending(c) {
+			return true, nil
+		}
+		events, err := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.Reason == approver.ReasonAddressNotReady && strings.Contains(e.Message, ip) && strings.Contains(e.Message, "not ACTIVE") {
+				waited = true
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		desc := "never read"
+		if last != nil {
+			desc = framework.DescribeCSR(last)
+		}
+		return fmt.Sprintf("neither decided nor left pending with an Event: %s", desc), false
+	}
+	if waited {
+		time.Sleep(5 * time.Second)
+		c, err := cp.Admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Sprintf("read back: %v", err), false
+		}
+		return "left pending, " + approver.ReasonAddressNotReady + ": " + framework.DescribeCSR(c), framework.IsPending(c) && len(c.Status.Certificate) == 0
+	}
+	d := framework.Condition(last, certificatesv1.CertificateDenied)
+	return framework.DescribeCSR(last), d != nil && d.Reason == approver.ReasonUntrustedAddress && strings.Contains(d.Message, ip) &&
+		len(last.Status.Certificate) == 0
 }
 
 // decided waits for the approver's decision on the CSR and returns it.

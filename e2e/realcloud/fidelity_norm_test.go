@@ -189,12 +189,20 @@ func (o obs) errorBody(key string, ex framework.Exchange) {
 
 // calls records each exchange as "METHOD path?query status", the path from
 // the API's version on and IDs named, so the requests our code made and the
-// codes it got compare across clouds with different endpoints.
+// codes it got compare across clouds with different endpoints. A run of
+// GETs is sorted: pkg/openstack reads a load balancer's tree concurrently,
+// so their order is the scheduler's, and reads change nothing.
 func (o obs) calls(n *namer, key string, exs []framework.Exchange) {
 	var lines []string
+	run := 0 // where the current run of GETs starts in lines
 	for _, ex := range exs {
+		if ex.Method != "GET" {
+			slices.Sort(lines[run:])
+			run = len(lines) + 1
+		}
 		lines = append(lines, fmt.Sprintf("%s %s %d", ex.Method, apiPath(n, ex.URL), ex.Status))
 	}
+	slices.Sort(lines[min(run, len(lines)):])
 	o[key] = strings.Join(lines, "; ")
 }
 

@@ -144,6 +144,7 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 	for _, ip := range trust.Trusted {
 		trusted = append(trusted, ip.String())
 	}
+	var notReady []string // IP SANs that may become trusted without anyone acting
 	for _, sanIP := range r.cr.IPAddresses {
 		ip, ok := netip.AddrFromSlice(sanIP)
 		if !ok {
@@ -164,6 +165,10 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 			return deny(ReasonForbiddenIP, "IP SAN %s is a control-plane endpoint (--control-plane-endpoint), an address no node owns, and not an address of instance %s (id %s); trusted addresses [%s]",
 				ip, r.server.Name, r.server.ID, strings.Join(trusted, ", "))
 		}
+		if why, later := trust.NotReady[ip]; later {
+			notReady = append(notReady, fmt.Sprintf("%s (%s)", ip, why))
+			continue
+		}
 		if why, seen := trust.Untrusted[ip]; seen {
 			return deny(ReasonUntrustedAddress, "IP SAN %s is reported for instance %s (id %s) but not trusted: %s; trusted addresses [%s]",
 				ip, r.server.Name, r.server.ID, why, strings.Join(trusted, ", "))
@@ -177,6 +182,14 @@ func (e *Evaluator) checkNames(ctx context.Context, r *request) (Decision, error
 			return deny(ReasonDNSNameNotOfInstance, "DNS SAN %q is not a name of node %s or instance %s (id %s); allowed: [%s]",
 				name, r.nodeName, r.server.Name, r.server.ID, strings.Join(allowed, ", "))
 		}
+	}
+	if len(notReady) > 0 {
+		// Every other SAN passed: only a port's status stands between the
+		// request and its approval, which a cloud outage can cause and only
+		// time can tell apart from a port that never comes up.
+		return Decision{Verdict: Wait, Reason: ReasonAddressNotReady, Message: fmt.Sprintf(
+			"IP SAN %s of instance %s (id %s) cannot be verified yet; left pending until the port is ACTIVE (never approved while it is not); trusted addresses [%s]",
+			strings.Join(notReady, ", "), r.server.Name, r.server.ID, strings.Join(trusted, ", "))}, nil
 	}
 	return cont()
 }

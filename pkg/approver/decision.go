@@ -94,6 +94,10 @@ const (
 	// but not as an address the cloud controls (an accessIPv4, a port of
 	// another project or network); the message says which.
 	ReasonUntrustedAddress = "UntrustedAddress"
+	// ReasonAddressNotReady (Wait): an IP SAN is on a port of the instance
+	// that is not ACTIVE (not plugged yet, or the network backend is down);
+	// the request stays pending until it is.
+	ReasonAddressNotReady = "AddressNotReady"
 	// ReasonInstanceOtherProject: the instance is not in the cluster's project.
 	ReasonInstanceOtherProject = "InstanceOfOtherProject"
 	// ReasonNonASCIIName: a node or server name with non-ASCII characters.

@@ -287,10 +287,18 @@ func testCloud() *fakeCloud {
 	forgedView.Ports[0].FixedIPs = forgedView.Ports[0].FixedIPs[:1]
 	forgedView.Ports = append(forgedView.Ports, openstack.Port{ID: "port-forged", DeviceID: "id-forged", ProjectID: testProject, NetworkID: "net-private",
 		Status: "DOWN", FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.29"}}})
+	// The same, seen with an administrator's credentials: the port is
+	// visibly bound to no host, which a running server's NIC never is.
+	forgedAdmin := server("id-forged-admin", "node-forged-admin", openstack.StatusActive, "10.0.0.30", "")
+	forgedAdmin.Addresses["private"] = append(forgedAdmin.Addresses["private"], openstack.ServerAddress{Addr: "10.0.0.31", Version: 4, Type: openstack.AddressFixed})
+	forgedAdminView := derivedView(&forgedAdmin)
+	forgedAdminView.Ports[0].FixedIPs = forgedAdminView.Ports[0].FixedIPs[:1]
+	forgedAdminView.Ports = append(forgedAdminView.Ports, openstack.Port{ID: "port-forged-admin", DeviceID: "id-forged-admin", ProjectID: testProject, NetworkID: "net-private",
+		Status: "DOWN", BindingHostKnown: true, FixedIPs: []openstack.FixedIP{{IPAddress: "10.0.0.31"}}})
 	return &fakeCloud{views: map[string]nodeaddress.CloudView{
-		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport}, "id-forged": forgedView,
+		"id-xport": xportView, "id-xnet": xnetView, "id-noport": {Server: &noport}, "id-forged": forgedView, "id-forged-admin": forgedAdminView,
 	}, servers: []openstack.Server{
-		acc, svc, other, xport, xnet, noport, going, forged,
+		acc, svc, other, xport, xnet, noport, going, forged, forgedAdmin,
 		// A kubeadm control-plane host: its node IP is the endpoint that
 		// testPolicy (as an operator misreading the flag would) lists.
 		server("id-cp", "cp-1", openstack.StatusActive, "10.0.0.2", ""),

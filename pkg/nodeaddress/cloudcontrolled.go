@@ -56,10 +56,18 @@ type Range struct {
 	What   string // e.g. "the Service CIDR", "the control-plane endpoint"
 }
 
-// Trust is the outcome: the trusted IPs, and for every other IP the cloud
-// reported for the server, why it is not trusted.
+// Trust is the outcome: the trusted IPs, for the IPs that are not trusted
+// yet but may become so without anyone acting, why not yet, and for every
+// other IP the cloud reported for the server, why it is not trusted.
 type Trust struct {
-	Trusted   []netip.Addr
+	Trusted []netip.Addr
+	// NotReady IPs are on a port of the server that passes every check but
+	// its status: not ACTIVE (yet), as while Nova plugs it, or while OVN's
+	// northd is down. Such a port may also be one a project member created
+	// with the server's device_id, which never becomes ACTIVE: whether the
+	// address is the server's cannot be told now, so it is neither trusted
+	// nor rejected.
+	NotReady  map[netip.Addr]string
 	Untrusted map[netip.Addr]string
 	// Published is what the CCM publishes for the server (For).
 	Published []corev1.NodeAddress
@@ -85,7 +93,7 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 	if err != nil {
 		return Trust{}, err
 	}
-	t := Trust{Untrusted: map[netip.Addr]string{}, Published: published}
+	t := Trust{NotReady: map[netip.Addr]string{}, Untrusted: map[netip.Addr]string{}, Published: published}
 	inPublished := map[netip.Addr]bool{}
 	for _, a := range published {
 		if a.Type == corev1.NodeHostName {
@@ -108,29 +116,47 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 			t.Untrusted[ip] = why
 		}
 	}
+	// notReady IPs are decided last: a check that rejects an IP for good
+	// (a forbidden range, not published) wins over "not yet".
+	notReady := map[netip.Addr]string{}
 	trustedPorts := map[string]openstack.Port{}
+	notReadyPorts := map[string]string{} // port ID -> why not yet
 	for _, p := range v.Ports {
 		why, err := portDistrust(p, srv.ID, networks, opts)
 		if err != nil {
 			return Trust{}, err
+		}
+		later := ""
+		if why == "" {
+			later = portNotReady(p)
 		}
 		for _, f := range p.FixedIPs {
 			ip, err := parse(f.IPAddress)
 			if err != nil {
 				return Trust{}, fmt.Errorf("port %s of server %s: %w", p.ID, srv.ID, err)
 			}
-			if why != "" {
+			switch {
+			case why != "":
 				reject(ip, why)
-				continue
+			case later != "":
+				notReady[ip] = later
+			default:
+				candidates[ip] = fmt.Sprintf("a fixed IP of port %s", p.ID)
 			}
-			candidates[ip] = fmt.Sprintf("a fixed IP of port %s", p.ID)
 		}
-		if why == "" {
+		switch {
+		case why == "" && later == "":
 			trustedPorts[p.ID] = p
+		case later != "":
+			notReadyPorts[p.ID] = later
 		}
 	}
 	for _, sp := range subports {
-		why := subportDistrust(sp, trustedPorts, opts)
+		why := subportDistrust(sp, trustedPorts, notReadyPorts, opts)
+		later := ""
+		if why == "" {
+			later = subportNotReady(sp, notReadyPorts)
+		}
 		for _, f := range sp.Port.FixedIPs {
 			ip, err := parse(f.IPAddress)
 			if err != nil {
@@ -138,6 +164,12 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 			}
 			if why != "" {
 				reject(ip, why)
+				continue
+			}
+			if later != "" {
+				if _, direct := candidates[ip]; !direct {
+					notReady[ip] = later
+				}
 				continue
 			}
 			if _, direct := candidates[ip]; !direct {
@@ -151,7 +183,10 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 			return Trust{}, fmt.Errorf("floating IP %s: %w", f.ID, err)
 		}
 		p, ok := trustedPorts[f.PortID]
+		later, portNotReady := notReadyPorts[f.PortID]
 		switch {
+		case portNotReady && (opts.ProjectID == "" || f.ProjectID == opts.ProjectID):
+			notReady[ip] = fmt.Sprintf("floating IP %s is on port %s: %s", f.ID, f.PortID, later)
 		case !ok:
 			reject(ip, fmt.Sprintf("floating IP %s is on port %q, not on a trusted port of the server", f.ID, f.PortID))
 		case opts.ProjectID != "" && f.ProjectID != opts.ProjectID:
@@ -192,10 +227,20 @@ func Trusted(v CloudView, opts TrustOptions) (Trust, error) {
 		}
 		t.Trusted = append(t.Trusted, ip)
 	}
+	for ip, why := range notReady {
+		if _, rejected := t.Untrusted[ip]; rejected || slices.Contains(t.Trusted, ip) {
+			continue
+		}
+		if bad, forbidden := Forbidden(ip, opts.Forbidden); forbidden {
+			reject(ip, bad)
+			continue
+		}
+		t.NotReady[ip] = why
+	}
 	// Published addresses no trusted port accounts for (Nova's view of a
 	// network the approver does not trust, say) get a reason too.
 	for ip := range inPublished {
-		if !slices.Contains(t.Trusted, ip) {
+		if _, later := t.NotReady[ip]; !later && !slices.Contains(t.Trusted, ip) {
 			reject(ip, fmt.Sprintf("%s is not a fixed IP of a trusted port of the server nor a floating IP on one", ip))
 		}
 	}
@@ -216,10 +261,10 @@ func portDistrust(p openstack.Port, serverID string, networks map[string]opensta
 	// may create a port with it (real Neutron allows it, and Nova then lists
 	// its address for the server after its cache refresh). Such a port is
 	// never bound (binding:host_id is admin-only to set) and stays DOWN; a
-	// port on the server's NIC is bound to its host and ACTIVE.
-	if p.Status != openstack.PortStatusActive {
-		return fmt.Sprintf("port %s has status %q, not ACTIVE: it is not (yet) plugged into the server's host", p.ID, p.Status), nil
-	}
+	// port on the server's NIC is bound to its host and ACTIVE. Where the
+	// binding is visible (an admin's view), an unbound port of a running
+	// server is such a port; where it is not, a port that is not ACTIVE is
+	// not trusted yet (portNotReady).
 	if p.BindingHostKnown && p.BindingHostID == "" {
 		return fmt.Sprintf("port %s is bound to no host (binding:host_id is empty): it is not a NIC of the server", p.ID), nil
 	}
@@ -231,6 +276,19 @@ func portDistrust(p openstack.Port, serverID string, networks map[string]opensta
 		return "", fmt.Errorf("network %s of port %s: not in Neutron's answer", p.NetworkID, p.ID)
 	}
 	return networkDistrust(p, n, opts), nil
+}
+
+// portNotReady returns why a port that passes portDistrust is not trusted
+// yet ("" when it is): its status is not ACTIVE. A NIC of the server is
+// DOWN while Nova plugs it and while the network backend cannot report it
+// up (an OVN northd outage); a port a project member made with the
+// server's device_id stays DOWN. Which it is cannot be told from the
+// cloud's answer, so an address on it is neither trusted nor rejected.
+func portNotReady(p openstack.Port) string {
+	if p.Status == openstack.PortStatusActive {
+		return ""
+	}
+	return fmt.Sprintf("port %s has status %q, not ACTIVE: it is not (yet) plugged into the server's host", p.ID, p.Status)
 }
 
 // networkDistrust returns why a port's network is not trusted ("" when it
@@ -260,19 +318,30 @@ func networkDistrust(p openstack.Port, n openstack.NetworkInfo, opts TrustOption
 // and the subport must be the cluster's project's, the subport ACTIVE (its
 // VLAN is up on the parent's host: Neutron gives a subport its parent's
 // status when it joins the trunk) and its network trusted as a port's is.
-func subportDistrust(sp Subport, trustedPorts map[string]openstack.Port, opts TrustOptions) string {
+func subportDistrust(sp Subport, trustedPorts map[string]openstack.Port, notReadyPorts map[string]string, opts TrustOptions) string {
 	p := sp.Port
+	_, parentNotReady := notReadyPorts[sp.Parent.ID]
 	switch {
-	case trustedPorts[sp.Parent.ID].ID == "":
+	case trustedPorts[sp.Parent.ID].ID == "" && !parentNotReady:
 		return fmt.Sprintf("subport %s is on trunk %s whose parent port %s is not a trusted port of the server", p.ID, sp.Trunk.ID, sp.Parent.ID)
 	case opts.ProjectID != "" && sp.Trunk.ProjectID != opts.ProjectID:
 		return fmt.Sprintf("subport %s is on trunk %s of project %q, not the cluster's %q", p.ID, sp.Trunk.ID, sp.Trunk.ProjectID, opts.ProjectID)
 	case opts.ProjectID != "" && p.ProjectID != opts.ProjectID:
 		return fmt.Sprintf("subport %s belongs to project %q, not the cluster's %q", p.ID, p.ProjectID, opts.ProjectID)
-	case p.Status != openstack.PortStatusActive:
-		return fmt.Sprintf("subport %s of trunk %s has status %q, not ACTIVE", p.ID, sp.Trunk.ID, p.Status)
 	}
 	return networkDistrust(p, sp.Network, opts)
+}
+
+// subportNotReady returns why a subport that passes subportDistrust is not
+// trusted yet ("" when it is): its parent port or itself is not ACTIVE.
+func subportNotReady(sp Subport, notReadyPorts map[string]string) string {
+	if why, ok := notReadyPorts[sp.Parent.ID]; ok {
+		return fmt.Sprintf("subport %s is on trunk %s whose parent %s", sp.Port.ID, sp.Trunk.ID, why)
+	}
+	if sp.Port.Status != openstack.PortStatusActive {
+		return fmt.Sprintf("subport %s of trunk %s has status %q, not ACTIVE", sp.Port.ID, sp.Trunk.ID, sp.Port.Status)
+	}
+	return ""
 }
 
 // segmentationOf is the subport's VLAN ID, for messages.

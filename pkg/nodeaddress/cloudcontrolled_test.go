@@ -46,6 +46,7 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 		opts      TrustOptions
 		trusted   []string
 		untrusted map[string]string // IP → a part of the reason
+		notReady  map[string]string // IP → a part of why not yet
 	}{
 		{name: "fixed IP of the server's port and the floating IP on it are trusted",
 			view: view, opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"}},
@@ -68,7 +69,7 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 			view: func() CloudView { return addNIC(view(), "net-cp", "cp", "proj", "192.0.2.10") },
 			opts: TrustOptions{ProjectID: "proj", Forbidden: []Range{endpoint}}, trusted: []string{"10.0.0.5", "203.0.113.5"},
 			untrusted: map[string]string{"192.0.2.10": "control-plane endpoint"}},
-		{name: "a member-forged port carrying the server's device_id (DOWN, never bound) is not trusted, though Nova lists its address",
+		{name: "a DOWN port carrying the server's device_id is not trusted, though Nova lists its address, nor rejected: a member may have forged it, or the server's NIC is not plugged yet",
 			view: func() CloudView {
 				v := addNIC(view(), "net-private", "private", "proj", "10.0.0.66")
 				v.Networks = v.Networks[:1] // the same network as the real NIC
@@ -76,7 +77,36 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 				return v
 			},
 			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
-			untrusted: map[string]string{"10.0.0.66": `status "DOWN", not ACTIVE`}},
+			notReady: map[string]string{"10.0.0.66": `status "DOWN", not ACTIVE`}},
+		{name: "where an administrator's answer shows the DOWN port bound to no host, it is rejected: a running server's NIC is bound",
+			view: func() CloudView {
+				v := addNIC(view(), "net-private", "private", "proj", "10.0.0.66")
+				v.Networks = v.Networks[:1]
+				v.Ports[1].Status, v.Ports[1].BindingHostKnown = "DOWN", true
+				return v
+			},
+			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
+			untrusted: map[string]string{"10.0.0.66": "bound to no host"}},
+		{name: "a DOWN port bound to a host (OVN cannot report it up) is not ready, not rejected",
+			view: func() CloudView {
+				v := view()
+				v.Ports[0].Status, v.Ports[0].BindingHostKnown, v.Ports[0].BindingHostID = "DOWN", true, "compute-1"
+				return v
+			},
+			opts:     TrustOptions{ProjectID: "proj"},
+			notReady: map[string]string{"10.0.0.5": "not ACTIVE", "203.0.113.5": "floating IP fip-1 is on port port-1"}},
+		{name: "a DOWN port of another project is rejected: no status change makes it the cluster's",
+			view:      func() CloudView { v := view(); v.Ports[0].Status, v.Ports[0].ProjectID = "DOWN", "other"; return v },
+			opts:      TrustOptions{ProjectID: "proj"},
+			untrusted: map[string]string{"10.0.0.5": `belongs to project "other"`, "203.0.113.5": "not on a trusted port"}},
+		{name: "a forbidden address on a DOWN port is rejected, not left to wait",
+			view: func() CloudView {
+				v := addNIC(view(), "net-svc", "svc", "proj", "10.96.0.10")
+				v.Ports[1].Status = "DOWN"
+				return v
+			},
+			opts: TrustOptions{ProjectID: "proj", Forbidden: []Range{serviceCIDR}}, trusted: []string{"10.0.0.5", "203.0.113.5"},
+			untrusted: map[string]string{"10.96.0.10": "Service CIDR"}},
 		{name: "an ACTIVE port that an administrator's answer shows bound to no host is not trusted",
 			view: func() CloudView {
 				v := addNIC(view(), "net-b", "b", "proj", "10.3.0.5")
@@ -85,10 +115,19 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 			},
 			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
 			untrusted: map[string]string{"10.3.0.5": "bound to no host"}},
-		{name: "a floating IP on a DOWN port is not trusted either",
-			view:      func() CloudView { v := view(); v.Ports[0].Status = "DOWN"; return v },
+		{name: "a floating IP on a DOWN port is not trusted yet either",
+			view:     func() CloudView { v := view(); v.Ports[0].Status = "DOWN"; return v },
+			opts:     TrustOptions{ProjectID: "proj"},
+			notReady: map[string]string{"10.0.0.5": "not ACTIVE", "203.0.113.5": "not ACTIVE"}},
+		{name: "another project's floating IP on a DOWN port of the server is rejected",
+			view: func() CloudView {
+				v := view()
+				v.Ports[0].Status, v.FloatingIPs[0].ProjectID = "DOWN", "other"
+				return v
+			},
 			opts:      TrustOptions{ProjectID: "proj"},
-			untrusted: map[string]string{"10.0.0.5": "not ACTIVE", "203.0.113.5": "not on a trusted port"}},
+			notReady:  map[string]string{"10.0.0.5": "not ACTIVE"},
+			untrusted: map[string]string{"203.0.113.5": "not on a trusted port"}},
 		{name: "a link-local fixed IP is forbidden",
 			view: func() CloudView { return addNIC(view(), "net-ll", "ll", "proj", "169.254.1.1") },
 			opts: TrustOptions{ProjectID: "proj"}, trusted: []string{"10.0.0.5", "203.0.113.5"},
@@ -151,6 +190,15 @@ func TestTrustedIsWhatTheCloudControlsAndTheCCMPublishes(t *testing.T) {
 				if !ok || !strings.Contains(why, want) {
 					t.Errorf("untrusted[%s] = %q, want it to contain %q", ip, why, want)
 				}
+			}
+			for ip, want := range tt.notReady {
+				why, ok := got.NotReady[netip.MustParseAddr(ip)]
+				if !ok || !strings.Contains(why, want) {
+					t.Errorf("notReady[%s] = %q, want it to contain %q (untrusted: %v)", ip, why, want, got.Untrusted)
+				}
+			}
+			if len(got.NotReady) != len(tt.notReady) {
+				t.Errorf("not ready %v, want exactly %v", got.NotReady, tt.notReady)
 			}
 			for _, ip := range got.Trusted {
 				if !slices.ContainsFunc(got.Published, func(a corev1.NodeAddress) bool { return a.Address == ip.String() }) {

@@ -36,6 +36,7 @@ func TestSubportAddresses(t *testing.T) {
 		published []corev1.NodeAddress // the subport's, when it is published
 		trusted   bool
 		reason    string // why the subport's address is not trusted
+		later     string // why the subport's address is not trusted yet
 	}{
 		{name: "a subport of a trunk on the server's port is published and trusted",
 			view: withSubport(nil), opts: TrustOptions{ProjectID: "proj"},
@@ -51,16 +52,21 @@ func TestSubportAddresses(t *testing.T) {
 			opts: TrustOptions{ProjectID: "proj", Options: Options{IPv6Disabled: true}}},
 		{name: "a trunk on a port that is not the server's adds nothing",
 			view: withSubport(func(v *CloudView) { v.Trunks[0].PortID = "port-elsewhere" }), opts: TrustOptions{ProjectID: "proj"}},
-		{name: "a subport on a trunk whose parent is a forged, DOWN port is published (as upstream) but not trusted",
-			view:      withSubport(func(v *CloudView) { v.Ports[0].Status = "DOWN" }),
+		{name: "a subport on a trunk whose parent is a forged port (unbound, in an administrator's answer) is published (as upstream) but not trusted",
+			view:      withSubport(func(v *CloudView) { v.Ports[0].Status, v.Ports[0].BindingHostKnown = "DOWN", true }),
 			opts:      TrustOptions{ProjectID: "proj"},
 			published: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.50.21"}},
 			reason:    "parent port port-1 is not a trusted port"},
-		{name: "a DOWN subport is not trusted",
+		{name: "a subport on a trunk whose parent is DOWN is not trusted yet",
+			view:      withSubport(func(v *CloudView) { v.Ports[0].Status = "DOWN" }),
+			opts:      TrustOptions{ProjectID: "proj"},
+			published: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.50.21"}},
+			later:     `parent port port-1 has status "DOWN"`},
+		{name: "a DOWN subport is not trusted yet",
 			view:      withSubport(func(v *CloudView) { v.Subports[0].Status = "DOWN" }),
 			opts:      TrustOptions{ProjectID: "proj"},
 			published: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.50.21"}},
-			reason:    `status "DOWN", not ACTIVE`},
+			later:     `status "DOWN", not ACTIVE`},
 		{name: "another project's trunk is not trusted",
 			view:      withSubport(func(v *CloudView) { v.Trunks[0].ProjectID = "other" }),
 			opts:      TrustOptions{ProjectID: "proj"},
@@ -98,6 +104,9 @@ func TestSubportAddresses(t *testing.T) {
 			}
 			if tt.reason != "" && !strings.Contains(trust.Untrusted[ip], tt.reason) {
 				t.Errorf("reason %q, want it to say %q", trust.Untrusted[ip], tt.reason)
+			}
+			if why, ok := trust.NotReady[ip]; ok != (tt.later != "") || !strings.Contains(why, tt.later) {
+				t.Errorf("not ready: %q (%v), want %q", why, ok, tt.later)
 			}
 			if v.Ports[0].Status == "ACTIVE" && !trust.IsTrusted(netip.MustParseAddr("10.0.0.5")) {
 				t.Errorf("the server's own fixed IP is no longer trusted: %v", trust.Untrusted)
