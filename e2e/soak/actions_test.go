@@ -395,14 +395,16 @@ func (s *soak) unconverged() (float64, int, []string) {
 
 // converge waits, after the last fault, until every Node and Service has
 // converged and every up node's route is on the router. Nothing is helped
-// along: a load balancer Octavia left in ERROR must be recreated by
-// stackward-ccm itself. A Node not Ready for 30 s is diagnosed in the log
+// along but by the real cloud's admin, and only as a LoadBalancerStuck
+// Warning asks (actAsAdmin): a load balancer Octavia left in ERROR must be
+// recreated by stackward-ccm itself. A Node not Ready for 30 s is diagnosed in the log
 // while waiting, and every unconverged one in the violation.
 func (s *soak) converge() {
 	start := time.Now()
 	logged := map[string]bool{}
 	err := wait.PollUntilContextTimeout(s.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if _, n, names := s.unconverged(); n != 0 {
+			s.actAsAdmin(ctx)
 			for _, name := range names {
 				if n := s.nodeOf(name); n != nil && !logged[n.name] && time.Since(start) > 30*time.Second {
 					logged[n.name] = true

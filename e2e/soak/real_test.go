@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/pkg/loadbalancer"
 )
 
 // TestSoakRealCloud is the soak on real OpenStack (Debian Zed, in the
@@ -46,16 +49,60 @@ func TestSoakRealCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: rc, real: &realFaults{rc: rc},
+		cp: framework.SharedControlPlane(t), cloud: rc, real: &realFaults{rc: rc, marked: map[string]bool{}},
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
 	s.play(reportPath)
 	if len(s.report.RealFaults) == 0 {
 		t.Errorf("no fault was injected in %s (seed %d)", d, seed)
 	}
+	t.Logf("admin actions (a load balancer marked ERROR after its LoadBalancerStuck Warning): %d", len(s.report.AdminActions))
 	for k, sum := range s.report.RealFaultsByKind {
 		t.Logf("%-32s injected %d, healthy again after ≤%.0fs, converged ≤%.0fs after (%d not within %s), CCM cloud calls during %d (%d failed)",
 			k, sum.Injected, sum.MaxHealthySeconds, sum.MaxConvergedSeconds, sum.NotConverged, realConvergeBound, sum.CloudCalls, sum.CloudErrors)
+	}
+}
+
+// realStuckAfter is stackward-ccm's --lb-stuck-after in the real soak:
+// short, so that a load balancer a fault left PENDING_* for good is
+// reported, and its admin acts, within realConvergeBound.
+const realStuckAfter = time.Minute
+
+// stuckLB is the load balancer ID a LoadBalancerStuck Event names:
+// "load balancer <name> (<id>) has ...".
+var stuckLB = regexp.MustCompile(`load balancer \S+ \(([0-9a-f-]{36})\)`)
+
+// actAsAdmin is the OpenStack admin the stuck load balancer's Warning asks
+// for, and nothing more: for every LoadBalancerStuck Event on a soak
+// Service it marks the load balancer the Event names ERROR in Octavia's
+// database (there is no API for it), once per load balancer. Stackward
+// must then replace it by itself. Without this, a load balancer a killed
+// octavia-worker left PENDING_* (or ACTIVE with children PENDING_*) keeps
+// its Service unconverged for good, as on any Zed without jobboard.
+func (s *soak) actAsAdmin(ctx context.Context) {
+	if s.real == nil {
+		return
+	}
+	events, err := s.cp.Admin.CoreV1().Events("soak").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + loadbalancer.ReasonLoadBalancerStuck})
+	if err != nil {
+		return // a slow apiserver: the next poll looks again
+	}
+	for _, e := range events.Items {
+		m := stuckLB.FindStringSubmatch(e.Message)
+		if m == nil {
+			s.t.Errorf("%s Event on %s names no load balancer ID: %q", e.Reason, e.InvolvedObject.Name, e.Message)
+			continue
+		}
+		if s.real.marked[m[1]] {
+			continue
+		}
+		if err := s.real.rc.MarkLoadBalancerError(ctx, m[1]); err != nil {
+			s.t.Logf("admin: marking load balancer %s ERROR for %s: %v (tried again at the next look)", m[1], e.InvolvedObject.Name, err)
+			continue
+		}
+		s.real.marked[m[1]] = true
+		s.report.AdminActions = append(s.report.AdminActions, AdminAction{At: s.elapsed(), Service: e.InvolvedObject.Name, LoadBalancer: m[1], Reported: e.Message})
+		s.t.Logf("%.0fs: admin: marked load balancer %s of Service %s ERROR, as its Warning asked: %s", s.elapsed(), m[1], e.InvolvedObject.Name, e.Message)
 	}
 }
 
@@ -67,6 +114,7 @@ const realConvergeBound = 3 * time.Minute
 // realFaults is the real cloud's fault in progress, at most one.
 type realFaults struct {
 	rc     *framework.RealCloud
+	marked map[string]bool // load balancers the admin marked ERROR
 	active *framework.ActiveFault
 	index  int // its entry in report.Faults
 	at     float64
@@ -133,8 +181,11 @@ func (f *realFaults) end(s *soak) {
 	s.report.Faults[f.index].Until = s.elapsed()
 	start := time.Now()
 	converged := -1.0
-	if wait.PollUntilContextTimeout(s.ctx, time.Second, realConvergeBound, true, func(context.Context) (bool, error) {
+	if wait.PollUntilContextTimeout(s.ctx, time.Second, realConvergeBound, true, func(ctx context.Context) (bool, error) {
 		_, n, _ := s.unconverged()
+		if n > 0 {
+			s.actAsAdmin(ctx)
+		}
 		return n == 0, nil
 	}) == nil {
 		converged = time.Since(start).Seconds()

@@ -74,6 +74,19 @@ type Report struct {
 	// them up by "kind service".
 	RealFaults       []RealFault                 `json:"realFaults,omitempty"`
 	RealFaultsByKind map[string]RealFaultSummary `json:"realFaultsByKind,omitempty"`
+	// AdminActions are what the soak's OpenStack admin did on the real
+	// cloud: a load balancer marked ERROR after stackward-ccm reported it
+	// LoadBalancerStuck, the documented way out.
+	AdminActions []AdminAction `json:"adminActions,omitempty"`
+}
+
+// AdminAction is one load balancer the soak's admin marked ERROR.
+type AdminAction struct {
+	At           float64 `json:"atSeconds"`
+	Service      string  `json:"service"`
+	LoadBalancer string  `json:"loadBalancer"`
+	// Reported is the Warning that asked for it.
+	Reported string `json:"reported"`
 }
 
 // RealFault is one fault on a real OpenStack service and what followed.

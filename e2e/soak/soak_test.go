@@ -216,6 +216,9 @@ func (s *soak) setUp(nNodes int) {
 	s.routerID = rs[0].ID
 	s.conf = s.cloud.CloudConf(t, "[Route]\nrouter-id = "+s.routerID+"\n")
 	s.ccmArgs = []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=5s"}
+	if s.real != nil {
+		s.ccmArgs = append(s.ccmArgs, "--lb-stuck-after="+realStuckAfter.String())
+	}
 	s.startApprover()
 	s.startCCM()
 	factory := informers.NewSharedInformerFactory(s.cp.Admin, 0)
