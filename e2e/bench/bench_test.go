@@ -30,7 +30,7 @@ const cloudLatency = 20 * time.Millisecond
 // can show it is not their bottleneck.
 func TestBenchCloudsim(t *testing.T) {
 	ctx := context.Background()
-	cloud := framework.StartCloud(t, framework.CloudOptions{})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	const servers = 10000
 	for i := 1; i <= servers; i++ {
 		if _, err := cloud.Sim.CreateServer(cloudsim.ServerSpec{Name: fmt.Sprintf("s-%05d", i), NICs: []cloudsim.NICSpec{{Network: framework.LabNetwork}}}); err != nil {
@@ -83,7 +83,7 @@ func TestBenchCCMInitialization(t *testing.T) {
 		t.Run(fmt.Sprintf("%d nodes %d workers %d qps", n, tc.workers, tc.apiQPS), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+			cloud := framework.StartSimCloud(t, framework.SimCloudOptions{Latency: cloudLatency})
 			prefix := fmt.Sprintf("init%d-%d-%d-", n, tc.workers, tc.apiQPS)
 			for i := 1; i <= n; i++ {
 				cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
@@ -158,7 +158,7 @@ func countInitialized(ctx context.Context, client kubernetes.Interface, prefix s
 	return done
 }
 
-func labClients(ctx context.Context, t *testing.T, cloud *framework.Cloud) *openstack.Clients {
+func labClients(ctx context.Context, t *testing.T, cloud *framework.SimCloud) *openstack.Clients {
 	t.Helper()
 	cfg, _, err := config.Load(cloud.CloudConf(t, ""))
 	if err != nil {

@@ -47,7 +47,7 @@ type burstConfig struct {
 	name string
 	// start runs the approver until stop; reg holds its metrics (the
 	// apiserver writes, and for stackward-approver the decision steps).
-	start func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (reg *prometheus.Registry, stop func())
+	start func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud) (reg *prometheus.Registry, stop func())
 }
 
 // TestBenchJoinBurst sends 1,000 serving CSRs from 1,000 nodes (built with
@@ -98,7 +98,7 @@ func TestBenchJoinBurst(t *testing.T) {
 }
 
 func stackwardDefaults() burstConfig {
-	return burstConfig{name: "stackward_default_flags_kcm_signing", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (*prometheus.Registry, func()) {
+	return burstConfig{name: "stackward_default_flags_kcm_signing", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud) (*prometheus.Registry, func()) {
 		reg := prometheus.NewRegistry()
 		// Zero options are the binary's flag defaults.
 		stop, err := cp.RunApprover(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg})
@@ -112,7 +112,7 @@ func stackwardDefaults() burstConfig {
 // stackwardSigner is stackwardDefaults with --sign-with-ca-dir on the
 // control plane's kubelet-serving CA.
 func stackwardSigner() burstConfig {
-	return burstConfig{name: "stackward_default_flags_builtin_signer", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud) (*prometheus.Registry, func()) {
+	return burstConfig{name: "stackward_default_flags_builtin_signer", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud) (*prometheus.Registry, func()) {
 		reg := prometheus.NewRegistry()
 		stop, err := cp.RunApproverWith(ctx, cloud.ReaderCloudConf(t), approver.Options{Registerer: reg}, func(cfg *approver.Config) {
 			cfg.SignWithCADir = filepath.Join(framework.KubernetesDir, "pki")
@@ -128,7 +128,7 @@ func stackwardSigner() burstConfig {
 // the same client QPS as stackward-approver's defaults: the ceiling any
 // approver can reach on this machine and apiserver.
 func trivialApprover() burstConfig {
-	return burstConfig{name: "trivial_approver", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, _ *framework.Cloud) (*prometheus.Registry, func()) {
+	return burstConfig{name: "trivial_approver", start: func(ctx context.Context, t *testing.T, cp *framework.ControlPlane, _ *framework.SimCloud) (*prometheus.Registry, func()) {
 		cfg := rest.CopyConfig(cp.AdminConfig)
 		cfg.QPS, cfg.Burst = approver.DefaultKubeAPIQPS, approver.DefaultKubeAPIBurst
 		client := kubernetes.NewForConfigOrDie(cfg)
@@ -183,7 +183,7 @@ func runBurst(t *testing.T, cfg burstConfig, backlog bool) map[string]any {
 	if backlog {
 		prefix = "b" + prefix
 	}
-	cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{Latency: cloudLatency})
 	for i := 1; i <= n; i++ {
 		cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
 	}

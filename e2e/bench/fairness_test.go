@@ -137,7 +137,7 @@ type floodLab struct {
 	t     *testing.T
 	ctx   context.Context
 	cp    *framework.ControlPlane
-	cloud *framework.Cloud
+	cloud *framework.SimCloud
 	ids   *nodeIdentity
 	reg   *prometheus.Registry
 	next  int // the lab index of the next node (its server's and IP's)
@@ -156,7 +156,7 @@ func newFloodLab(t *testing.T) *floodLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &floodLab{t: t, ctx: ctx, cp: cp, cloud: framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency}), ids: ids, next: 1,
+	l := &floodLab{t: t, ctx: ctx, cp: cp, cloud: framework.StartSimCloud(t, framework.SimCloudOptions{Latency: cloudLatency}), ids: ids, next: 1,
 		approvedAt: map[string]time.Time{}, approved: map[string]int{}, denied: map[string]int{}}
 	reg, stop := stackwardDefaults().start(ctx, t, cp, l.cloud)
 	t.Cleanup(stop)

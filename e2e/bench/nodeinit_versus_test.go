@@ -45,7 +45,7 @@ func TestBenchNodeInitVersusUpstream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	const n = 100
-	cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+	cloud := framework.StartSimCloud(t, framework.SimCloudOptions{Latency: cloudLatency})
 	prefix := "vsinit-"
 	for i := 1; i <= n; i++ {
 		cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")
@@ -106,7 +106,7 @@ type nodeInitCase struct{ workers, qps, burst int }
 
 // initNodesOnce registers the n nodes, runs bin with args and the case's
 // flags until every node is initialized, stops it and deletes the nodes.
-func initNodesOnce(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.Cloud, prefix string, n int,
+func initNodesOnce(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud *framework.SimCloud, prefix string, n int,
 	tc nodeInitCase, dir, name, bin string, args []string) nodeInitFigures {
 	t.Helper()
 	registerNodes(ctx, t, cp.Admin, prefix, n)

@@ -31,9 +31,9 @@ const realCloudNodes = 50
 func TestBenchRealCloud(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	rc := framework.StartRealCloud(t)
-	sim := framework.StartCloud(t, framework.CloudOptions{})
+	sim := framework.StartSimCloud(t, framework.SimCloudOptions{})
 	figures := map[string]map[string]float64{}
-	for _, cloud := range []framework.TestCloud{sim.Backend(), rc} {
+	for _, cloud := range []framework.TestCloud{sim.TestCloud(), rc} {
 		if !t.Run(cloud.Name(), func(t *testing.T) { figures[cloud.Name()] = benchCloud(t, cp, cloud) }) {
 			t.FailNow()
 		}

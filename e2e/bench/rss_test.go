@@ -35,7 +35,7 @@ func TestBenchProcessRSS(t *testing.T) {
 		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
-			cloud := framework.StartCloud(t, framework.CloudOptions{Latency: cloudLatency})
+			cloud := framework.StartSimCloud(t, framework.SimCloudOptions{Latency: cloudLatency})
 			prefix := fmt.Sprintf("rss%d-", n)
 			for i := 1; i <= n; i++ {
 				cloud.CreateServer(t, fmt.Sprintf("%s%04d", prefix, i), i, "m1.small", "az-1")

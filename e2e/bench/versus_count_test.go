@@ -22,7 +22,7 @@ type octaviaCounter interface {
 }
 
 // simOctavia counts the simulator's Octavia operations.
-type simOctavia struct{ cloud *framework.Cloud }
+type simOctavia struct{ cloud *framework.SimCloud }
 
 func (s simOctavia) count(*testing.T) int {
 	return SumCalls(s.cloud.Sim.Calls(), cloudsim.ServiceLoadBalancer+".")

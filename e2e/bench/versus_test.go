@@ -45,8 +45,8 @@ func TestBenchVersusUpstream(t *testing.T) {
 			sizes := []int{1, 8}
 			switch name {
 			case "cloudsim":
-				c := framework.StartCloud(t, framework.CloudOptions{})
-				cloud, octavia = c.Backend(), simOctavia{c}
+				c := framework.StartSimCloud(t, framework.SimCloudOptions{})
+				cloud, octavia = c.TestCloud(), simOctavia{c}
 				sizes = append(sizes, 32)
 			case "openstack":
 				rc := framework.StartRealCloud(t)

@@ -32,9 +32,6 @@
 //   - CloudAPI is a test's own gophercloud client of either cloud, to check
 //     what the CCM did (routes, ports, load balancer trees).
 //
-// oldnames.go keeps the simulator's former names (Cloud, StartCloud,
-// NewCloud, CloudOptions, Cloud.Backend) until nothing uses them.
-//
 // # Files
 //
 //   - lab.go: the network namespace (Main, RunInLab, InLab), lab addresses

@@ -23,9 +23,9 @@ import (
 // listed one that no longer occurs, so the list stays true.
 func TestCloudsimAnswersLikeTheRealServices(t *testing.T) {
 	// A PENDING_* phase the poll can see, as on the real cloud.
-	sim := framework.StartCloud(t, framework.CloudOptions{OctaviaDelay: 2 * time.Second})
+	sim := framework.StartSimCloud(t, framework.SimCloudOptions{OctaviaDelay: 2 * time.Second})
 	got := map[string][]step{}
-	for _, b := range []framework.Backend{{Cloud: sim.Backend(), FirstNode: 90}, {Cloud: framework.SharedRealCloud(t), FirstNode: 190}} {
+	for _, b := range []framework.Backend{{Cloud: sim.TestCloud(), FirstNode: 90}, {Cloud: framework.SharedRealCloud(t), FirstNode: 190}} {
 		if !t.Run(b.Cloud.Name(), func(t *testing.T) { got[b.Cloud.Name()] = fidelityScenario(t, b) }) {
 			t.FailNow()
 		}
