@@ -22,39 +22,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/stackward/stackward/internal/openstacktest"
 	"github.com/stackward/stackward/pkg/openstack"
 )
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-// fakeCompute is Nova with a fixed set of servers, or one failure for all.
-type fakeCompute struct {
-	servers []openstack.Server
-	err     error
-	calls   int
-}
-
-var _ openstack.Compute = (*fakeCompute)(nil)
-
-func (f *fakeCompute) GetServer(_ context.Context, id string) (*openstack.Server, error) {
-	f.calls++
-	if f.err != nil {
-		return nil, f.err
-	}
-	for _, s := range f.servers {
-		if s.ID == id {
-			return &s, nil
-		}
-	}
-	return nil, fmt.Errorf("get server %s: %w", id, openstack.ErrNotFound)
-}
-
-func (f *fakeCompute) ListServers(context.Context, openstack.ListServersOpts) ([]openstack.Server, error) {
-	f.calls++
-	if f.err != nil {
-		return nil, f.err
-	}
-	return f.servers, nil
+// failing is a Nova whose every call fails with err.
+func failing(err error) *openstacktest.Compute {
+	c := openstacktest.NewCompute()
+	c.SetErr(err)
+	return c
 }
 
 func server(id, name, ip string) openstack.Server {
@@ -162,7 +140,7 @@ func TestDiagnose(t *testing.T) {
 		name    string
 		nodes   []corev1.Node
 		csrs    func(t *testing.T) []certificatesv1.CertificateSigningRequest
-		compute *fakeCompute // nil: no cloud
+		compute *openstacktest.Compute // nil: no cloud
 		want    []want
 		counts  [3]int // uninitialized nodes, pending CSRs, denied CSRs
 	}{
@@ -172,12 +150,12 @@ func TestDiagnose(t *testing.T) {
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
 				return list(csr(t, "csr-1", "web-1", 10*time.Minute, nil, approved, issued))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 		},
 		{
 			name:    "an uninitialized node whose name matches no server is told to set --provider-id",
 			nodes:   []corev1.Node{node("ghost", uninitialized)},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want: []want{{node: "ghost", kinds: []Kind{NodeUninitialized}, hint: []string{"No server is named ghost", "--provider-id"},
 				cloud: func(v *CloudView) error {
 					return expect(v.NotFound && !v.Found && v.Error == "", "want not found, got %+v", v)
@@ -187,14 +165,14 @@ func TestDiagnose(t *testing.T) {
 		{
 			name:    "an uninitialized node whose providerID names no server says the ID is wrong or the VM gone",
 			nodes:   []corev1.Node{node("web-9", uninitialized, providerID("openstack:///99999999-9999-9999-9999-999999999999"))},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want:    []want{{node: "web-9", kinds: []Kind{NodeUninitialized}, hint: []string{"No server has the ID", "delete the Node"}}},
 			counts:  [3]int{1, 0, 0},
 		},
 		{
 			name:    "an uninitialized node whose --node-ip is not its server's names the cloud's addresses",
 			nodes:   []corev1.Node{node("web-3", uninitialized, nodeIP("10.0.0.2"))},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want: []want{{node: "web-3", kinds: []Kind{NodeUninitialized}, hint: []string{"--node-ip 10.0.0.2", "InternalIP 10.0.0.3"},
 				cloud: func(v *CloudView) error {
 					return expect(v.Found && v.ServerID == id3 && v.Status == "ACTIVE" && v.hasIP("10.0.0.3"), "want web-3's server, got %+v", v)
@@ -207,7 +185,7 @@ func TestDiagnose(t *testing.T) {
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
 				return list(csr(t, "csr-3", "web-3", 6*time.Minute, []string{"10.0.0.2"}, denyIP))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want: []want{{node: "web-3", kinds: []Kind{ServingCSRDenied}, reason: "IPNotOfInstance", requests: []string{"DNS:web-3", "IP:10.0.0.2"},
 				hint: []string{"InternalIP 10.0.0.3", "--node-ip", "kubectl delete csr csr-3"}}},
 			counts: [3]int{0, 0, 1},
@@ -219,7 +197,7 @@ func TestDiagnose(t *testing.T) {
 				return list(csr(t, "csr-old", "web-3", 6*time.Minute, []string{"10.0.0.2"}, denyIP),
 					csr(t, "csr-new", "web-3", time.Minute, []string{"10.0.0.3"}, approved, issued))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			counts:  [3]int{0, 0, 1},
 		},
 		{
@@ -232,7 +210,7 @@ func TestDiagnose(t *testing.T) {
 					csr(t, "csr-1", "web-3", 5*time.Minute, []string{"10.0.0.2"}, decided(certificatesv1.CertificateDenied, "IPNotOfInstance", "first", 5*time.Minute)),
 				)
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want: []want{{node: "web-3", kinds: []Kind{ServingCSRDenied}, hint: []string{"kubectl delete csr csr-3"},
 				check: func(f Finding) error {
 					return expect(f.CSR == "csr-3" && f.Message == "third" && f.EarlierDenials == 2, "got %s %q with %d earlier", f.CSR, f.Message, f.EarlierDenials)
@@ -247,7 +225,7 @@ func TestDiagnose(t *testing.T) {
 				c.Spec.Username = "mallory"
 				return list(c)
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 		},
 		{
 			name:  "a request pending for minutes points at the approver and explain",
@@ -255,7 +233,7 @@ func TestDiagnose(t *testing.T) {
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
 				return list(csr(t, "csr-p", "web-1", 5*time.Minute, []string{"10.0.0.1"}))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want:    []want{{node: "web-1", kinds: []Kind{ServingCSRPending}, hint: []string{"stackward-approver explain csr-p"}}},
 			counts:  [3]int{0, 1, 0},
 		},
@@ -265,14 +243,14 @@ func TestDiagnose(t *testing.T) {
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
 				return list(csr(t, "csr-p", "web-1", 3*time.Second, []string{"10.0.0.1"}))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want:    []want{{node: "web-1", kinds: []Kind{ServingCSRPending}, hint: []string{"Just requested"}}},
 			counts:  [3]int{0, 1, 0},
 		},
 		{
 			name:    "a cloud error is reported as an error, never as a missing server",
 			nodes:   []corev1.Node{node("web-1", uninitialized)},
-			compute: &fakeCompute{err: errors.New("compute: 503 Service Unavailable")},
+			compute: failing(errors.New("compute: 503 Service Unavailable")),
 			want: []want{{node: "web-1", kinds: []Kind{NodeUninitialized}, hint: []string{"cloud lookup failed", "503"},
 				cloud: func(v *CloudView) error {
 					return expect(!v.NotFound && !v.Found && strings.Contains(v.Error, "503"), "got %+v", v)
@@ -285,17 +263,17 @@ func TestDiagnose(t *testing.T) {
 			csrs: func(t *testing.T) []certificatesv1.CertificateSigningRequest {
 				return list(csr(t, "csr-u", "web-1", 10*time.Minute, nil, approved))
 			},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want:    []want{{node: "web-1", kinds: []Kind{ServingCSRNotIssued}, hint: []string{"csrsigning"}}},
 		},
 		{
 			name:  "a node that stopped posting status on a SHUTOFF server is told to start it",
 			nodes: []corev1.Node{node("web-2", providerID("openstack:///"+id2), notReady)},
-			compute: &fakeCompute{servers: func() []openstack.Server {
+			compute: openstacktest.NewCompute(func() openstack.Server {
 				s := server(id2, "web-2", "10.0.0.2")
 				s.Status = openstack.StatusShutoff
-				return []openstack.Server{s}
-			}()},
+				return s
+			}()),
 			want: []want{{node: "web-2", kinds: []Kind{NodeNotReady}, reason: "NodeStatusUnknown", hint: []string{"SHUTOFF"}}},
 		},
 		{
@@ -308,7 +286,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name:    "a providerID of another region is not looked up",
 			nodes:   []corev1.Node{node("web-1", uninitialized, providerID("openstack://RegionTwo/"+id1))},
-			compute: &fakeCompute{servers: servers},
+			compute: openstacktest.NewCompute(servers...),
 			want: []want{{node: "web-1", kinds: []Kind{NodeUninitialized}, hint: []string{"region"},
 				cloud: func(v *CloudView) error {
 					return expect(!v.NotFound && strings.Contains(v.Error, "RegionTwo"), "got %+v", v)
@@ -375,7 +353,7 @@ func TestDiagnose(t *testing.T) {
 }
 
 func TestTheCloudIsAskedOncePerNodeWithFindingsOnly(t *testing.T) {
-	compute := &fakeCompute{servers: []openstack.Server{server("11111111-1111-1111-1111-111111111111", "web-1", "10.0.0.1")}}
+	compute := openstacktest.NewCompute(server("11111111-1111-1111-1111-111111111111", "web-1", "10.0.0.1"))
 	var nodes []corev1.Node
 	for i := range 20 {
 		nodes = append(nodes, node(fmt.Sprintf("healthy-%d", i)))
@@ -383,8 +361,8 @@ func TestTheCloudIsAskedOncePerNodeWithFindingsOnly(t *testing.T) {
 	nodes = append(nodes, node("web-1", uninitialized))
 	csrs := list(csr(t, "csr-a", "web-1", 5*time.Minute, []string{"10.0.0.1"}), csr(t, "csr-b", "web-1", 4*time.Minute, []string{"10.0.0.1"}))
 	r := Diagnose(context.Background(), Inputs{Nodes: nodes, CSRs: csrs, Cloud: &Cloud{Compute: compute}, Now: now})
-	if r.Findings() != 3 || compute.calls != 1 {
-		t.Errorf("%d findings with %d cloud calls, want 3 findings (uninitialized, two pending) with 1 call", r.Findings(), compute.calls)
+	if r.Findings() != 3 || len(compute.Calls()) != 1 {
+		t.Errorf("%d findings with %d cloud calls, want 3 findings (uninitialized, two pending) with 1 call", r.Findings(), len(compute.Calls()))
 	}
 }
 
@@ -396,7 +374,7 @@ func TestReportRendering(t *testing.T) {
 		ptr(csr(t, "csr-3", "web-3", 2*time.Minute, []string{"10.0.0.2"},
 			decided(certificatesv1.CertificateDenied, "IPNotOfInstance", "IP SAN 10.0.0.2 is not an address of instance "+id, time.Minute))),
 	)
-	cloud := &Cloud{Compute: &fakeCompute{servers: []openstack.Server{server(id, "web-3", "10.0.0.3"), server("11111111-1111-1111-1111-111111111111", "web-1", "10.0.0.1")}}}
+	cloud := &Cloud{Compute: openstacktest.NewCompute(server(id, "web-3", "10.0.0.3"), server("11111111-1111-1111-1111-111111111111", "web-1", "10.0.0.1"))}
 	r, err := DiagnoseCluster(context.Background(), client, cloud, now)
 	if err != nil {
 		t.Fatal(err)
