@@ -19,11 +19,12 @@ import (
 
 const shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
 
-// TestCCMInitializesAndTracksNodes is e2e/ccm's node scenario without fault
-// injection, on both clouds: hollow kubelets join, the CCM initializes
-// their Nodes from what the cloud says (addresses, providerID, instance
-// type, zone, region), a server shut off taints its Node and a deleted
-// server's Node is deleted.
+// TestCCMInitializesAndTracksNodes is the node scenario, written once and
+// run on both clouds: hollow kubelets join, the CCM initializes their
+// Nodes from what the cloud says (addresses, providerID, instance type,
+// zone, region), a Node of no server stays uninitialized and is never
+// deleted, a server shut off taints its Node and a deleted server's Node
+// is deleted. Its fault (a Nova outage) is the simulator's, in e2e/ccm.
 func TestCCMInitializesAndTracksNodes(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	for _, b := range framework.Backends(t) {
@@ -93,10 +94,10 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b framework.Back
 		}
 	})
 
-	t.Run("a node whose name matches no server stays uninitialized with an Event saying why", func(t *testing.T) {
+	t.Run("a node whose name matches no server stays uninitialized with an Event saying why, and is never deleted", func(t *testing.T) {
 		name := prefix + "stray"
 		cp.DeleteNodeAtEnd(t, name)
-		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(b.FirstNode + 9)})
+		stray := cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(b.FirstNode + 9)})
 		var event *corev1.Event
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 			events, err := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + name})
@@ -123,6 +124,22 @@ func ccmNodeLifecycle(t *testing.T, cp *framework.ControlPlane, b framework.Back
 		}
 		if !framework.HasTaint(n, framework.UninitializedTaint) || n.Spec.ProviderID != "" {
 			t.Errorf("stray node was initialized: providerID %q taints %v", n.Spec.ProviderID, n.Spec.Taints)
+		}
+		// NotReady, the lifecycle controller asks whether its instance
+		// exists; a Node never matched to a server is not proof of a
+		// deleted VM, so it must stay.
+		stray.Stop()
+		if _, err := cp.WaitForNode(ctx, name, 2*time.Minute, func(n *corev1.Node) bool { return !framework.IsReady(n) }); err != nil {
+			t.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 8*time.Second, true, func(ctx context.Context) (bool, error) {
+			if _, err := cp.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				t.Fatalf("the unmatched node %s was deleted", name)
+			}
+			return false, nil
+		})
+		if !wait.Interrupted(err) {
+			t.Fatal(err)
 		}
 	})
 
