@@ -310,16 +310,47 @@ func (s *Sim) removeLB(lb *lbObj) {
 // Octavia's API has no call for it, the admin sets provisioning_status to
 // ERROR in Octavia's database. The load balancer and its pending objects
 // become ERROR, as a failed change leaves them.
+//
+// A load balancer that is not PENDING_* (ACTIVE over children stranded
+// PENDING_*, StrandChildren) just becomes ERROR: the admin's update
+// touches its row alone.
 func (s *Sim) MarkLoadBalancerError(id string) error {
 	s.mu.Lock()
 	lb, ok := s.state.lb.lbs.get(id)
+	pending := ok && lb.pending()
 	if ok {
 		lb.wedged = false
+		if !pending {
+			lb.mark(provError)
+			lb.Oper = "OFFLINE"
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
 	}
-	s.finish(id, true)
+	if pending {
+		s.finish(id, true)
+	}
+	return nil
+}
+
+// StrandChildren leaves every listener, pool, member and monitor of load
+// balancer id PENDING_CREATE for good while the load balancer stays as it
+// is, as real Octavia did when a fully populated create ran while
+// neutron-server or octavia-worker had just restarted (the worker marked
+// only the load balancer ACTIVE). Every change under those children is
+// then refused with 409. Only an admin's MarkLoadBalancerError (and a
+// cascade delete after it) ends it; the children stay PENDING_CREATE, as
+// an admin's update of the load balancer's row leaves them.
+func (s *Sim) StrandChildren(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.state.lb.lbs.get(id); !ok {
+		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
+	}
+	for _, c := range s.state.lb.statuses(id) {
+		c.Prov, c.stuck = provPendingCreate, true
+	}
 	return nil
 }

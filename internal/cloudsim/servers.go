@@ -401,3 +401,25 @@ func (s *Sim) RemoveNIC(serverID, network string) error {
 	}
 	return fmt.Errorf("port on %q of server %s: %w", network, serverID, ErrNotFound)
 }
+
+// SetServerPortsStatus sets the status of every port of server id (its
+// NICs) to status, as Neutron reports them while its backend cannot: an
+// OVN northd outage leaves ports DOWN, and a NIC is DOWN until Nova has
+// plugged it. "ACTIVE" brings them back. It returns how many ports changed.
+func (s *Sim) SetServerPortsStatus(id, status string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.state.servers.get(id); !ok {
+		return 0, fmt.Errorf("server %s: %w", id, ErrNotFound)
+	}
+	n := 0
+	now := time.Now().UTC()
+	for _, p := range s.state.ports.all() {
+		if p.DeviceID == id && p.Status != status {
+			p.Status, p.Updated = status, now
+			p.Revision++
+			n++
+		}
+	}
+	return n, nil
+}

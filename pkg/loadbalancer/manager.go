@@ -327,6 +327,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 		}
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}
+	m.accepted(lb)
 	return nil
 }
 

@@ -103,6 +103,7 @@ func (m *Manager) deleteBroken(ctx context.Context, lb *LoadBalancer) error {
 		}
 		return fmt.Errorf("delete load balancer %s (%s) in provisioning status ERROR: %w", lb.Name, lb.ID, err)
 	}
+	m.accepted(lb) // an admin's ERROR ends a refusal (stranded children) too
 	return nil
 }
 

@@ -144,7 +144,9 @@ func (m *Manager) refusedBy(lb *LoadBalancer, what string) error {
 	return conflict{notReady(d, ReasonWaitingForOctavia, "load balancer %s (%s): %s: Octavia says it is busy", lb.Name, lb.ID, what)}
 }
 
-// accepted ends lb's refusal: Octavia took a change.
+// accepted ends lb's refusal: Octavia took a change, or the delete of
+// the load balancer (it refuses nothing any more, and must not stay in
+// Stuck and its metric).
 func (m *Manager) accepted(lb *LoadBalancer) {
 	m.busy.mu.Lock()
 	delete(m.busy.refused, lb.ID)

@@ -161,3 +161,61 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// Octavia's shape after a worker died mid-create on the real services: the
+// load balancer ACTIVE, its listener, pool and members PENDING_CREATE for
+// good, every change under them refused with 409. A node change is tried
+// again later and later, then reported stuck naming the load balancer;
+// once an admin marks it ERROR the Service gets a new load balancer with
+// its floating IP and the new members.
+func TestStrandedChildrenAreReportedStuckThenReplacedOnceMarkedError(t *testing.T) {
+	env := newSimEnv(t, 0)
+	env.m.StuckAfter = time.Second
+	env.m.SyncWait = -1
+	env.m.Requeue = 100 * time.Millisecond
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	first := ensure(t, env.m, svc, simNodes("10.0.0.11"))
+	stranded := onlyLB(t, env)
+	if err := env.sim.StrandChildren(stranded.ID); err != nil {
+		t.Fatal(err)
+	}
+	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	var err error
+	deadline := time.Now().Add(15 * time.Second)
+	for loadbalancer.StuckReason(errString(err)) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("never reported stuck; last: %v", err)
+		}
+		_, err = env.m.Ensure(ctx, "lab", svc, nodes)
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			t.Fatalf("Ensure under stranded children: %v, want a RetryError", err)
+		}
+		if loadbalancer.StuckReason(err.Error()) == "" {
+			time.Sleep(min(re.RetryAfter(), 200*time.Millisecond))
+		}
+	}
+	if !strings.Contains(err.Error(), stranded.ID) {
+		t.Errorf("stuck message %q does not name the load balancer %s", err, stranded.ID)
+	}
+	if got := env.m.Stuck(); len(got) != 1 || got[0].ID != stranded.ID {
+		t.Errorf("Stuck() = %+v, want %s", got, stranded.ID)
+	}
+	if err := env.sim.MarkLoadBalancerError(stranded.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // past the shared view's freshness
+	st := ensure(t, env.m, svc, nodes)
+	if len(st.Ingress) != 1 || st.Ingress[0].IP != first.Ingress[0].IP {
+		t.Errorf("ingress %v, want the floating IP %v kept", st.Ingress, first.Ingress)
+	}
+	lb := onlyLB(t, env)
+	if lb.ID == stranded.ID || lb.ProvisioningStatus != "ACTIVE" {
+		t.Errorf("load balancer %s is %s, want a new ACTIVE one", lb.ID, lb.ProvisioningStatus)
+	}
+	if got := env.m.Stuck(); len(got) != 0 {
+		t.Errorf("Stuck() = %+v after the replacement, want none", got)
+	}
+}
