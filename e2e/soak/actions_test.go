@@ -4,6 +4,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ func (s *soak) run() {
 	for time.Now().Before(end) && s.ctx.Err() == nil {
 		now := time.Now()
 		s.checkArmed(false)
+		s.actAsAdmin(s.ctx)
 		if !faultUntil.IsZero() && now.After(faultUntil) {
 			s.checkArmed(true)
 			s.clearFaults()
@@ -128,6 +130,19 @@ func (s *soak) step(faultUntil *time.Time) {
 		s.setFault(cloudsim.FaultRule{Service: svc, Drop: true, ErrorRate: 0.5})
 		s.fault("connections dropped", fmt.Sprintf("%s: half the calls get no answer for %s", svc, window), until)
 		*faultUntil = time.Now().Add(window)
+	case r < 45 && faultFree:
+		// An OVN northd outage, as on the real lane: every NIC DOWN. A
+		// serving CSR made meanwhile must stay pending, not be denied.
+		n := s.portsDown("DOWN")
+		s.fault("ports DOWN", fmt.Sprintf("network: the %d ports of every node DOWN for %s", n, window), until)
+		*faultUntil = time.Now().Add(window)
+	case r < 47 && faultFree:
+		// A worker dead mid-flow, as on the real lane: a load balancer
+		// ACTIVE over children PENDING_CREATE for good, refusing every
+		// change under it; only the admin's ERROR ends it (actAsAdmin).
+		if lb := s.strandOne(); lb != "" {
+			s.fault(kindOctaviaStranded, fmt.Sprintf("load balancer %s: listener, pool and members PENDING_CREATE for good", lb), s.elapsed())
+		}
 	default:
 		s.churn(r)
 	}
@@ -148,9 +163,61 @@ func (s *soak) churn(r int) {
 }
 
 const (
-	kindOctaviaError = "octavia ERROR"
-	kindOctaviaStuck = "octavia stuck PENDING"
+	kindOctaviaError    = "octavia ERROR"
+	kindOctaviaStuck    = "octavia stuck PENDING"
+	kindOctaviaStranded = "octavia children stranded"
 )
+
+// portsDown sets every soak server's ports to status (DOWN in an OVN
+// northd outage, ACTIVE after it) and says how many changed.
+func (s *soak) portsDown(status string) int {
+	s.mu.Lock()
+	var ids []string
+	for _, n := range s.nodes {
+		if n.serverID != "" {
+			ids = append(ids, n.serverID)
+		}
+	}
+	s.mu.Unlock()
+	total := 0
+	for _, id := range ids {
+		n, err := s.sim.Sim.SetServerPortsStatus(id, status)
+		if err != nil && !errors.Is(err, cloudsim.ErrNotFound) {
+			s.t.Fatal(err)
+		}
+		total += n
+	}
+	s.downPorts = status != "ACTIVE"
+	return total
+}
+
+// strandOne strands the children of one soak Service's ACTIVE load
+// balancer (cloudsim's StrandChildren) and returns its ID, "" when none
+// is ACTIVE.
+func (s *soak) strandOne() string {
+	pages, err := loadbalancers.List(s.api.octavia, loadbalancers.ListOpts{}).AllPages(s.ctx)
+	if err != nil {
+		return "" // the cloud is faulted: no strand this time
+	}
+	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
+	if err != nil {
+		return ""
+	}
+	var ids []string
+	for _, lb := range lbs {
+		if strings.HasPrefix(lb.Name, "kube_service_lab_soak_") && lb.ProvisioningStatus == "ACTIVE" {
+			ids = append(ids, lb.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	id := ids[s.rng.IntN(len(ids))]
+	if err := s.sim.Sim.StrandChildren(id); err != nil {
+		s.t.Fatal(err)
+	}
+	return id
+}
 
 // armedFault is a one-shot Octavia provisioning fault: it fires on the next
 // load balancer change, if one comes while it is armed.

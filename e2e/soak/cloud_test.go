@@ -57,6 +57,9 @@ func (s *soak) detachFloatingIP(serverID, ip string) {
 func (s *soak) clearFaults() {
 	if s.sim != nil {
 		s.sim.Sim.ClearFaults()
+		if s.downPorts {
+			s.portsDown("ACTIVE")
+		}
 		return
 	}
 	s.real.end(s)

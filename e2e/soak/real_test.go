@@ -49,7 +49,7 @@ func TestSoakRealCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
-		cp: framework.SharedControlPlane(t), cloud: rc, real: &realFaults{rc: rc, marked: map[string]bool{}},
+		cp: framework.SharedControlPlane(t), cloud: rc, real: &realFaults{rc: rc}, marked: map[string]bool{},
 		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
 	s.play(reportPath)
@@ -65,8 +65,13 @@ func TestSoakRealCloud(t *testing.T) {
 
 // realStuckAfter is stackward-ccm's --lb-stuck-after in the real soak:
 // short, so that a load balancer a fault left PENDING_* for good is
-// reported, and its admin acts, within realConvergeBound.
-const realStuckAfter = time.Minute
+// reported, and its admin acts, within realConvergeBound. simStuckAfter
+// is the simulator soak's: longer than its "octavia stuck PENDING" hangs
+// (at most 60 s), which end by themselves.
+const (
+	realStuckAfter = time.Minute
+	simStuckAfter  = 90 * time.Second
+)
 
 // stuckLB is the load balancer ID a LoadBalancerStuck Event names:
 // "load balancer <name> (<id>) has ...".
@@ -80,8 +85,11 @@ var stuckLB = regexp.MustCompile(`load balancer \S+ \(([0-9a-f-]{36})\)`)
 // octavia-worker left PENDING_* (or ACTIVE with children PENDING_*) keeps
 // its Service unconverged for good, as on any Zed without jobboard.
 func (s *soak) actAsAdmin(ctx context.Context) {
-	if s.real == nil {
-		return
+	markError := func(id string) error {
+		if s.sim != nil {
+			return s.sim.Sim.MarkLoadBalancerError(id)
+		}
+		return s.real.rc.MarkLoadBalancerError(ctx, id)
 	}
 	events, err := s.cp.Admin.CoreV1().Events("soak").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + loadbalancer.ReasonLoadBalancerStuck})
 	if err != nil {
@@ -93,14 +101,14 @@ func (s *soak) actAsAdmin(ctx context.Context) {
 			s.t.Errorf("%s Event on %s names no load balancer ID: %q", e.Reason, e.InvolvedObject.Name, e.Message)
 			continue
 		}
-		if s.real.marked[m[1]] {
+		if s.marked[m[1]] {
 			continue
 		}
-		if err := s.real.rc.MarkLoadBalancerError(ctx, m[1]); err != nil {
+		if err := markError(m[1]); err != nil {
 			s.t.Logf("admin: marking load balancer %s ERROR for %s: %v (tried again at the next look)", m[1], e.InvolvedObject.Name, err)
 			continue
 		}
-		s.real.marked[m[1]] = true
+		s.marked[m[1]] = true
 		s.report.AdminActions = append(s.report.AdminActions, AdminAction{At: s.elapsed(), Service: e.InvolvedObject.Name, LoadBalancer: m[1], Reported: e.Message})
 		s.t.Logf("%.0fs: admin: marked load balancer %s of Service %s ERROR, as its Warning asked: %s", s.elapsed(), m[1], e.InvolvedObject.Name, e.Message)
 	}
@@ -114,7 +122,6 @@ const realConvergeBound = 3 * time.Minute
 // realFaults is the real cloud's fault in progress, at most one.
 type realFaults struct {
 	rc     *framework.RealCloud
-	marked map[string]bool // load balancers the admin marked ERROR
 	active *framework.ActiveFault
 	index  int // its entry in report.Faults
 	at     float64

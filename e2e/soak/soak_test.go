@@ -102,7 +102,7 @@ func TestSoak(t *testing.T) {
 	sim := framework.StartSimCloud(t, framework.SimCloudOptions{OctaviaDelay: 500 * time.Millisecond})
 	s := &soak{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4)), led: newLedger(), d: d,
 		cp: framework.SharedControlPlane(t), cloud: sim.TestCloud(), sim: sim,
-		nodes: map[string]*node{}, services: map[string]time.Time{}, nServices: nServices}
+		nodes: map[string]*node{}, marked: map[string]bool{}, services: map[string]time.Time{}, nServices: nServices}
 	s.report.Seed, s.report.Nodes, s.report.Services = seed, nNodes, nServices
 	s.play(reportPath)
 }
@@ -167,6 +167,8 @@ type soak struct {
 	cp        *framework.ControlPlane
 	cloud     framework.TestCloud
 	sim       *framework.SimCloud  // the simulator, nil on the real cloud
+	downPorts bool                 // the simulator's "ports DOWN" fault is on
+	marked    map[string]bool      // load balancers the admin marked ERROR (actAsAdmin)
 	real      *realFaults          // the real cloud and its faults, nil on the simulator
 	ccmReg    *prometheus.Registry // the CCM's metrics (its cloud calls)
 	api       *clouds
@@ -216,9 +218,14 @@ func (s *soak) setUp(nNodes int) {
 	s.routerID = rs[0].ID
 	s.conf = s.cloud.CloudConf(t, "[Route]\nrouter-id = "+s.routerID+"\n")
 	s.ccmArgs = []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=5s"}
+	// Short enough for the admin (actAsAdmin) to act within the schedule;
+	// on the simulator longer than its "octavia stuck PENDING" hangs, which
+	// end by themselves.
+	stuckAfter := simStuckAfter
 	if s.real != nil {
-		s.ccmArgs = append(s.ccmArgs, "--lb-stuck-after="+realStuckAfter.String())
+		stuckAfter = realStuckAfter
 	}
+	s.ccmArgs = append(s.ccmArgs, "--lb-stuck-after="+stuckAfter.String())
 	s.startApprover()
 	s.startCCM()
 	factory := informers.NewSharedInformerFactory(s.cp.Admin, 0)
