@@ -42,6 +42,10 @@ type Manager struct {
 	// StuckAfter is how long a load balancer may stay PENDING_* before it
 	// counts as stuck (watch.go); zero means DefaultStuckAfter.
 	StuckAfter time.Duration
+	// StrandedAfter is how long a load balancer may stay ACTIVE over
+	// listeners all PENDING_CREATE before it is replaced (stranded.go);
+	// zero means DefaultStrandedAfter.
+	StrandedAfter time.Duration
 	// SecurityGroups, with Config.ManageSecurityGroups, manages a security
 	// group per Service on the member ports (secgroups.go).
 	SecurityGroups SecurityGroups
@@ -328,6 +332,7 @@ func (m *Manager) deleteLB(ctx context.Context, id Identity, lb *LoadBalancer, k
 		return fmt.Errorf("delete load balancer %s (%s): %w", lb.Name, lb.ID, err)
 	}
 	m.accepted(lb)
+	m.unstrand(lb)
 	return nil
 }
 

@@ -100,7 +100,7 @@ func (m *Manager) syncOnce(ctx context.Context, clusterName string, svc *corev1.
 func (m *Manager) apply(ctx context.Context, clusterName string, id Identity, svc *corev1.Service, nodes []*corev1.Node, mode syncMode, t *target) (*corev1.LoadBalancerStatus, error) {
 	lb, spec := t.lb, t.spec
 	if lb.ProvisioningStatus == StatusError {
-		return nil, m.recreate(ctx, lb, spec)
+		return nil, m.recreate(ctx, lb, spec, "in provisioning status ERROR")
 	}
 	var fips []FloatingIP
 	if !t.shared && mode == ensuring {
@@ -223,6 +223,9 @@ func (m *Manager) applyNext(ctx context.Context, id Identity, svc *corev1.Servic
 	own, err := ownPart(lb, tree, spec)
 	if err != nil {
 		return 0, err
+	}
+	if !t.shared && strandedAtCreate(lb, own) {
+		return 0, m.stranded(ctx, lb, spec)
 	}
 	var changed bool
 	if t.shared {

@@ -28,11 +28,11 @@ import (
 // held by the broken load balancer until it is gone, so that one is deleted
 // first and created again on a later sync.
 
-// recreate replaces old, which is in ERROR, by a new load balancer built
-// from spec. It always returns an error: a RetryError saying what it did
-// (the service controller shows it as an Event on the Service) or the
-// failure.
-func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec) error {
+// recreate replaces old, which is broken (why: "in provisioning status
+// ERROR", say), by a new load balancer built from spec. It always returns
+// an error: a RetryError saying what it did (the service controller shows
+// it as an Event on the Service) or the failure.
+func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec, why string) error {
 	logger := klog.FromContext(ctx).WithValues("loadBalancer", spec.Name, "id", old.ID)
 	if spec.VIPSubnetID == "" && spec.VIPNetworkID == "" && spec.VIPPortID == "" {
 		// Nothing configured: the VIP goes where the broken one's was.
@@ -42,24 +42,24 @@ func (m *Manager) recreate(ctx context.Context, old *LoadBalancer, spec Spec) er
 		if err := m.deleteBroken(ctx, old); err != nil {
 			return err
 		}
-		logger.Info("Deleted a load balancer in provisioning status ERROR; it is created again once Octavia has removed it")
-		return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was in provisioning status ERROR: deleted it, it is created again with the same VIP once Octavia has removed it",
-			spec.Name, old.ID)
+		logger.Info("Deleted a broken load balancer; it is created again once Octavia has removed it", "broken", why)
+		return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was %s: deleted it, it is created again with the same VIP once Octavia has removed it",
+			spec.Name, old.ID, why)
 	}
 	fresh, err := m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 	if err != nil {
-		return fmt.Errorf("load balancer %s (%s) is in provisioning status ERROR; creating its replacement: %w", spec.Name, old.ID, err)
+		return fmt.Errorf("load balancer %s (%s) is %s; creating its replacement: %w", spec.Name, old.ID, why, err)
 	}
 	moved, err := m.retire(ctx, old, fresh)
 	if err != nil {
-		return fmt.Errorf("load balancer %s: replacing %s (ERROR) by %s: %w", spec.Name, old.ID, fresh.ID, err)
+		return fmt.Errorf("load balancer %s: replacing %s (%s) by %s: %w", spec.Name, old.ID, why, fresh.ID, err)
 	}
-	logger.Info("Recreated a load balancer in provisioning status ERROR", "new", fresh.ID, "floatingIPs", addresses(moved))
+	logger.Info("Recreated a broken load balancer", "broken", why, "new", fresh.ID, "floatingIPs", addresses(moved))
 	kept := ""
 	if len(moved) > 0 {
 		kept = ", keeping floating IP " + strings.Join(addresses(moved), ", ")
 	}
-	return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was in provisioning status ERROR: recreated it as %s%s", spec.Name, old.ID, fresh.ID, kept)
+	return notReady(m.requeue(), ReasonRecreating, "load balancer %s (%s) was %s: recreated it as %s%s", spec.Name, old.ID, why, fresh.ID, kept)
 }
 
 // retire moves the floating IPs of old (in ERROR) to keeper's VIP port and
@@ -104,6 +104,7 @@ func (m *Manager) deleteBroken(ctx context.Context, lb *LoadBalancer) error {
 		return fmt.Errorf("delete load balancer %s (%s) in provisioning status ERROR: %w", lb.Name, lb.ID, err)
 	}
 	m.accepted(lb) // an admin's ERROR ends a refusal (stranded children) too
+	m.unstrand(lb)
 	return nil
 }
 

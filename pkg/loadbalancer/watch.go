@@ -98,6 +98,9 @@ type busyWatch struct {
 	// refused is, per load balancer, since when Octavia has answered its
 	// changes with 409 without one accepted since (refusedBy).
 	refused map[string]refusal
+	// stranded is, per load balancer, when it was first seen stranded by
+	// its create (stranded.go).
+	stranded map[string]time.Time
 }
 
 // refusal is a load balancer whose changes Octavia keeps refusing.

@@ -162,58 +162,66 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Octavia's shape after a worker died mid-create on the real services: the
-// load balancer ACTIVE, its listener, pool and members PENDING_CREATE for
-// good, every change under them refused with 409. A node change is tried
-// again later and later, then reported stuck naming the load balancer;
-// once an admin marks it ERROR the Service gets a new load balancer with
-// its floating IP and the new members.
-func TestStrandedChildrenAreReportedStuckThenReplacedOnceMarkedError(t *testing.T) {
+// Octavia's shape after a fully populated create it did not finish (the
+// real soak: the API handed the create to the worker before committing
+// the children): the load balancer ACTIVE, its listener, pool and members
+// PENDING_CREATE for good, every change under them refused with 409. The
+// sync waits StrandedAfter, then replaces it by itself (it never served),
+// created bare with its children added one call each, keeping the
+// floating IP; nothing is left counted as stuck.
+func TestALoadBalancerStrandedByItsCreateIsReplacedKeepingItsAddress(t *testing.T) {
 	env := newSimEnv(t, 0)
-	env.m.StuckAfter = time.Second
+	env.m.StrandedAfter = 500 * time.Millisecond
 	env.m.SyncWait = -1
 	env.m.Requeue = 100 * time.Millisecond
 	ctx := context.Background()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
-	first := ensure(t, env.m, svc, simNodes("10.0.0.11"))
-	stranded := onlyLB(t, env)
-	if err := env.sim.StrandChildren(stranded.ID); err != nil {
+	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	if _, err := env.m.Ensure(ctx, "lab", svc, nodes); err == nil {
+		t.Fatal("the first sync of a new Service finished at once; want it waiting for Octavia")
+	}
+	created := onlyLB(t, env)
+	if err := env.sim.StrandChildren(created.ID); err != nil {
 		t.Fatal(err)
 	}
-	nodes := simNodes("10.0.0.11", "10.0.0.12")
+	deadline := time.Now().Add(20 * time.Second)
+	var st *corev1.LoadBalancerStatus
 	var err error
-	deadline := time.Now().Add(15 * time.Second)
-	for loadbalancer.StuckReason(errString(err)) == "" {
+	var sawWait, sawRecreate bool
+	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("never reported stuck; last: %v", err)
+			t.Fatalf("never converged; last: %v", err)
 		}
-		_, err = env.m.Ensure(ctx, "lab", svc, nodes)
+		st, err = env.m.Ensure(ctx, "lab", svc, nodes)
+		if err == nil {
+			break
+		}
 		var re *api.RetryError
 		if !errors.As(err, &re) {
-			t.Fatalf("Ensure under stranded children: %v, want a RetryError", err)
+			t.Fatalf("Ensure over a stranded create: %v, want a RetryError", err)
 		}
-		if loadbalancer.StuckReason(err.Error()) == "" {
-			time.Sleep(min(re.RetryAfter(), 200*time.Millisecond))
+		sawWait = sawWait || strings.Contains(err.Error(), "listeners are PENDING_CREATE")
+		sawRecreate = sawRecreate || (strings.Contains(err.Error(), "recreated it as") && strings.Contains(err.Error(), created.ID))
+		if loadbalancer.StuckReason(err.Error()) != "" {
+			t.Fatalf("reported stuck, want it replaced without an admin: %v", err)
 		}
+		time.Sleep(min(re.RetryAfter(), 200*time.Millisecond))
 	}
-	if !strings.Contains(err.Error(), stranded.ID) {
-		t.Errorf("stuck message %q does not name the load balancer %s", err, stranded.ID)
-	}
-	if got := env.m.Stuck(); len(got) != 1 || got[0].ID != stranded.ID {
-		t.Errorf("Stuck() = %+v, want %s", got, stranded.ID)
-	}
-	if err := env.sim.MarkLoadBalancerError(stranded.ID); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // past the shared view's freshness
-	st := ensure(t, env.m, svc, nodes)
-	if len(st.Ingress) != 1 || st.Ingress[0].IP != first.Ingress[0].IP {
-		t.Errorf("ingress %v, want the floating IP %v kept", st.Ingress, first.Ingress)
+	if !sawWait || !sawRecreate {
+		t.Errorf("saw the wait %v and the replacement %v, want both said", sawWait, sawRecreate)
 	}
 	lb := onlyLB(t, env)
-	if lb.ID == stranded.ID || lb.ProvisioningStatus != "ACTIVE" {
+	if lb.ID == created.ID || lb.ProvisioningStatus != "ACTIVE" {
 		t.Errorf("load balancer %s is %s, want a new ACTIVE one", lb.ID, lb.ProvisioningStatus)
+	}
+	fips, ferr := env.m.Neutron.FloatingIPs(ctx, lb.VipPortID, "")
+	if ferr != nil || len(fips) != 1 || len(st.Ingress) != 1 || st.Ingress[0].IP != fips[0].Address {
+		t.Errorf("ingress %v, floating IPs of the new VIP port %v (%v): want the one floating IP, moved", st.Ingress, fips, ferr)
+	}
+	tree, err := env.m.Octavia.Tree(ctx, lb.ID)
+	if err != nil || len(tree.Listeners) != 1 || tree.Listeners[0].ProvisioningStatus != "ACTIVE" {
+		t.Errorf("listeners of the replacement %+v (%v), want one ACTIVE", tree, err)
 	}
 	if got := env.m.Stuck(); len(got) != 0 {
 		t.Errorf("Stuck() = %+v after the replacement, want none", got)

@@ -67,7 +67,7 @@ func (o *Octavia) Tree(ctx context.Context, lbID string) (*Tree, error) {
 			DefaultPoolID: l.DefaultPoolID, AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			Timeouts: Timeouts{ClientData: l.TimeoutClientData, MemberConnect: l.TimeoutMemberConnect,
 				MemberData: l.TimeoutMemberData, TCPInspect: l.TimeoutTCPInspect}, Tags: l.Tags,
-			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders})
+			TLSRef: l.DefaultTlsContainerRef, InsertHeaders: l.InsertHeaders, ProvisioningStatus: l.ProvisioningStatus})
 	}
 	for i, p := range ps {
 		pool := &Pool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, Method: p.LBMethod, Persistence: p.Persistence.Type, Tags: p.Tags}

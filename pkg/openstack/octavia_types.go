@@ -43,6 +43,8 @@ type Listener struct {
 	Tags          []string
 	TLSRef        string            // default_tls_container_ref
 	InsertHeaders map[string]string // insert_headers
+	// ProvisioningStatus is Octavia's: ACTIVE, PENDING_CREATE, ...
+	ProvisioningStatus string
 }
 
 // Pool is an existing pool with its members and health monitor.

@@ -1,0 +1,86 @@
+package loadbalancer
+
+import (
+	"context"
+	"time"
+)
+
+// A load balancer created in one fully populated call can come back ACTIVE
+// with its listeners (and their pools and members) PENDING_CREATE for good.
+// Seen on the real services under load and around an octavia-worker
+// restart: Octavia's API hands the create to the worker before it commits
+// the children, the worker builds its flow from what the database shows
+// (the load balancer without them: its log says "Failed to fetch
+// load_balancer ... Retrying"), marks the load balancer ACTIVE and never
+// the children. Octavia then refuses every change under them with 409, and
+// nothing in its API ends that state.
+//
+// Octavia sets a load balancer and the children of one change ACTIVE
+// together, and puts the load balancer PENDING_UPDATE before any child of
+// a later change, so a load balancer read ACTIVE whose every listener is
+// PENDING_CREATE is such a create. Its listeners never served: replacing
+// it loses nothing. Once that state has lasted StrandedAfter (a margin
+// over any read racing a status update), the Service's own load balancer
+// is replaced as one in ERROR is (recreate.go: the floating IP moves to
+// the new one), but created bare, its listeners then added one call each,
+// which is the path the race does not hit. A shared load balancer is never
+// replaced: it is reported as a Service's changes refused with 409 are
+// (watch.go), for an admin.
+
+// DefaultStrandedAfter is how long a load balancer may be seen stranded
+// by its create before it is replaced.
+const DefaultStrandedAfter = 30 * time.Second
+
+// strandedAtCreate says whether lb, read ACTIVE, holds the Service's
+// listeners all PENDING_CREATE.
+func strandedAtCreate(lb *LoadBalancer, own *Tree) bool {
+	if lb.ProvisioningStatus != StatusActive || len(own.Listeners) == 0 {
+		return false
+	}
+	for _, l := range own.Listeners {
+		if l.ProvisioningStatus != statusPendingCreate {
+			return false
+		}
+	}
+	return true
+}
+
+const statusPendingCreate = "PENDING_CREATE"
+
+// stranded answers a sync that found lb stranded by its create: waiting
+// until it has been so for StrandedAfter, then its replacement.
+func (m *Manager) stranded(ctx context.Context, lb *LoadBalancer, spec Spec) error {
+	w := &m.busy
+	w.mu.Lock()
+	if w.stranded == nil {
+		w.stranded = map[string]time.Time{}
+	}
+	since, ok := w.stranded[lb.ID]
+	if !ok {
+		since = time.Now()
+		w.stranded[lb.ID] = since
+	}
+	w.mu.Unlock()
+	if left := m.strandedAfter() - time.Since(since); left > 0 {
+		return conflict{notReady(max(left, firstRecheck), ReasonWaitingForOctavia,
+			"load balancer %s (%s) is ACTIVE but its listeners are PENDING_CREATE (a create Octavia did not finish): replacing it if it stays so",
+			lb.Name, lb.ID)}
+	}
+	bare := spec
+	bare.Listeners = nil
+	return m.recreate(ctx, lb, bare, "ACTIVE with its listeners PENDING_CREATE since "+since.UTC().Format(time.RFC3339)+" (a create Octavia did not finish; they never served)")
+}
+
+// unstrand forgets lb's stranded state (it is deleted).
+func (m *Manager) unstrand(lb *LoadBalancer) {
+	m.busy.mu.Lock()
+	delete(m.busy.stranded, lb.ID)
+	m.busy.mu.Unlock()
+}
+
+func (m *Manager) strandedAfter() time.Duration {
+	if m.StrandedAfter > 0 {
+		return m.StrandedAfter
+	}
+	return DefaultStrandedAfter
+}
