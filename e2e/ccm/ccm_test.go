@@ -65,7 +65,8 @@ func TestANovaOutageDeletesAndChangesNothing(t *testing.T) {
 		}
 	}
 
-	t.Run("during a 30s Nova outage nothing is deleted or changed, and all converges after", func(t *testing.T) {		victim := nodes["worker-c"]
+	t.Run("during a 30s Nova outage nothing is deleted or changed, and all converges after", func(t *testing.T) {
+		victim := nodes["worker-c"]
 		before, err := cp.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
