@@ -197,6 +197,11 @@ func (m *Manager) prepare(ctx context.Context, clusterName string, svc *corev1.S
 // IP: Neutron does not wait for Octavia, the VIP port exists already.
 func (m *Manager) create(ctx context.Context, id Identity, svc *corev1.Service, t *target) error {
 	spec := t.spec
+	if m.createsStrand(spec.Provider) {
+		klog.FromContext(ctx).Info("Creating the load balancer bare, its listeners then one call at a time: a fully populated create of this provider was stranded within the hour",
+			"service", refOf(svc).String(), "provider", spec.Provider)
+		spec.Listeners = nil // stranded.go
+	}
 	lb, err := m.Octavia.CreateLoadBalancer(ctx, createSpec(spec))
 	if err != nil {
 		return fmt.Errorf("create load balancer %q: %w", spec.Name, explainTLSRefusal(err, spec))
@@ -224,8 +229,11 @@ func (m *Manager) applyNext(ctx context.Context, id Identity, svc *corev1.Servic
 	if err != nil {
 		return 0, err
 	}
-	if !t.shared && strandedAtCreate(lb, own) {
-		return 0, m.stranded(ctx, lb, spec)
+	if !t.shared {
+		if strandedAtCreate(lb, own) {
+			return 0, m.stranded(ctx, lb, spec)
+		}
+		m.unstrand(lb) // seen whole: any earlier sighting was a passing read
 	}
 	var changed bool
 	if t.shared {

@@ -27,6 +27,13 @@ import (
 // replaced: it is reported as a Service's changes refused with 409 are
 // (watch.go), for an admin.
 
+// Once one of a provider's fully populated creates has been stranded, the
+// Manager creates that provider's load balancers bare for strandedMemory:
+// a cloud whose API races its worker does so again under the same load
+// (the second real soak saw 30 in 15 minutes), and each would cost
+// StrandedAfter and a second create.
+const strandedMemory = time.Hour
+
 // DefaultStrandedAfter is how long a load balancer may be seen stranded
 // by its create before it is replaced.
 const DefaultStrandedAfter = 30 * time.Second
@@ -66,12 +73,27 @@ func (m *Manager) stranded(ctx context.Context, lb *LoadBalancer, spec Spec) err
 			"load balancer %s (%s) is ACTIVE but its listeners are PENDING_CREATE (a create Octavia did not finish): replacing it if it stays so",
 			lb.Name, lb.ID)}
 	}
+	w.mu.Lock()
+	if w.strandedBy == nil {
+		w.strandedBy = map[string]time.Time{}
+	}
+	w.strandedBy[spec.Provider] = time.Now()
+	w.mu.Unlock()
 	bare := spec
 	bare.Listeners = nil
 	return m.recreate(ctx, lb, bare, "ACTIVE with its listeners PENDING_CREATE since "+since.UTC().Format(time.RFC3339)+" (a create Octavia did not finish; they never served)")
 }
 
-// unstrand forgets lb's stranded state (it is deleted).
+// createsStrand says whether a fully populated create of provider was
+// stranded within strandedMemory: its creates are then made bare.
+func (m *Manager) createsStrand(provider string) bool {
+	m.busy.mu.Lock()
+	defer m.busy.mu.Unlock()
+	at, ok := m.busy.strandedBy[provider]
+	return ok && time.Since(at) < strandedMemory
+}
+
+// unstrand forgets lb's stranded state (it is deleted, or seen whole).
 func (m *Manager) unstrand(lb *LoadBalancer) {
 	m.busy.mu.Lock()
 	delete(m.busy.stranded, lb.ID)

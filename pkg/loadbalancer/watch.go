@@ -101,6 +101,9 @@ type busyWatch struct {
 	// stranded is, per load balancer, when it was first seen stranded by
 	// its create (stranded.go).
 	stranded map[string]time.Time
+	// strandedBy is, per Octavia provider, when one of its fully
+	// populated creates was last replaced as stranded.
+	strandedBy map[string]time.Time
 }
 
 // refusal is a load balancer whose changes Octavia keeps refusing.

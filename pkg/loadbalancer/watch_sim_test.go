@@ -226,4 +226,19 @@ func TestALoadBalancerStrandedByItsCreateIsReplacedKeepingItsAddress(t *testing.
 	if got := env.m.Stuck(); len(got) != 0 {
 		t.Errorf("Stuck() = %+v after the replacement, want none", got)
 	}
+
+	// The provider's next create is bare, its listener added after.
+	api := svc.DeepCopy()
+	api.Name, api.UID = "api", "uid-api"
+	if _, err := env.m.Ensure(ctx, "lab", api, nodes); err == nil {
+		t.Fatal("the first sync of a new Service finished at once; want it waiting for Octavia")
+	}
+	apiLB, err := env.m.Octavia.FindLoadBalancers(ctx, loadbalancer.LoadBalancerName("lab", loadbalancer.ServiceRef{Namespace: "shop", Name: "api"}), "")
+	if err != nil || len(apiLB) != 1 {
+		t.Fatalf("the second Service's load balancer: %v %v", apiLB, err)
+	}
+	if tree, err := env.m.Octavia.Tree(ctx, apiLB[0].ID); err != nil || len(tree.Listeners) != 0 {
+		t.Errorf("listeners right after the create %+v (%v), want none: a provider that stranded a create gets bare ones", tree, err)
+	}
+	ensure(t, env.m, api, nodes)
 }
