@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 )
 
 // Who may use which load balancer: the namespace boundary.
@@ -141,17 +142,18 @@ type route struct {
 func (m *Manager) routeOf(ctx context.Context, id Identity, svc *corev1.Service, use lookup) (route, error) {
 	lbID := svc.Annotations[AnnotationLoadBalancerID]
 	var named *LoadBalancer
+	var gone error // the annotation names a load balancer that does not exist
 	if lbID != "" {
 		shared, err := m.sharedLB(ctx, id, svc)
 		if err != nil {
-			if use == forEnsure {
-				return route{}, err
-			}
 			var inv *InvalidAnnotationError
 			if !errors.As(err, &inv) {
 				return route{}, err
 			}
-			// Named load balancer gone: the Service may still have its own.
+			// Named load balancer gone: the Service may still have its own
+			// (the upstream CCM wrote its own ID there, and that load
+			// balancer was replaced since: recreate.go, stranded.go).
+			gone = err
 		}
 		named = shared
 		if named != nil && use != forGet {
@@ -166,6 +168,9 @@ func (m *Manager) routeOf(ctx context.Context, id Identity, svc *corev1.Service,
 		return route{}, err
 	}
 	if own != nil {
+		if gone != nil && use == forEnsure {
+			m.correctLoadBalancerID(ctx, svc, lbID, own)
+		}
 		r := route{own: own}
 		if named != nil && named.ID != own.ID {
 			r.refused = &InvalidAnnotationError{Annotation: AnnotationLoadBalancerID, Value: lbID,
@@ -174,8 +179,28 @@ func (m *Manager) routeOf(ctx context.Context, id Identity, svc *corev1.Service,
 		}
 		return r, nil
 	}
+	if gone != nil && use == forEnsure {
+		return route{}, gone // a new Service naming no load balancer: the annotation's error
+	}
 	if named == nil {
 		return route{}, nil
 	}
 	return route{shared: named, refused: mayJoin(named, id, svc, m.requeue())}, nil
+}
+
+// correctLoadBalancerID points the Service's load-balancer-id annotation,
+// which names a load balancer that is gone, at the Service's own: the
+// upstream CCM wrote it (its own load balancer's ID) and reads it back
+// after a switch back. Failing to is logged, not an error: the sync goes
+// on with the Service's own load balancer either way.
+func (m *Manager) correctLoadBalancerID(ctx context.Context, svc *corev1.Service, gone string, own *LoadBalancer) {
+	logger := klog.FromContext(ctx).WithValues("service", refOf(svc).String(), "annotation", AnnotationLoadBalancerID, "gone", gone, "own", own.ID)
+	if m.Annotate == nil {
+		return
+	}
+	if err := m.Annotate(ctx, svc, map[string]string{AnnotationLoadBalancerID: own.ID}); err != nil {
+		logger.Error(err, "Could not point the annotation at the Service's own load balancer; it names one that is gone")
+		return
+	}
+	logger.Info("The annotation named a load balancer that is gone; it now names the Service's own")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -241,4 +242,43 @@ func TestALoadBalancerStrandedByItsCreateIsReplacedKeepingItsAddress(t *testing.
 		t.Errorf("listeners right after the create %+v (%v), want none: a provider that stranded a create gets bare ones", tree, err)
 	}
 	ensure(t, env.m, api, nodes)
+}
+
+// The upstream CCM writes its load balancer's ID into the Service's
+// load-balancer-id annotation. Once Stackward has replaced that load
+// balancer (stranded, or in ERROR), the annotation names one that is gone:
+// the Service keeps its own load balancer and the annotation is pointed at
+// it. A new Service naming a load balancer that does not exist still gets
+// the annotation's error.
+func TestAnAnnotationNamingAReplacedLoadBalancerIsCorrected(t *testing.T) {
+	env := newSimEnv(t, 0)
+	env.m.SyncWait = -1
+	env.m.Requeue = 100 * time.Millisecond
+	written := map[string]string{}
+	env.m.Annotate = func(_ context.Context, _ *corev1.Service, a map[string]string) error {
+		maps.Copy(written, a)
+		return nil
+	}
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	nodes := simNodes("10.0.0.11")
+	ensure(t, env.m, svc, nodes)
+	own := onlyLB(t, env)
+
+	const gone = "0c59e994-2578-4b15-82ff-f8ef29c115d0"
+	svc.Annotations[loadbalancer.AnnotationLoadBalancerID] = gone
+	if _, err := env.m.Ensure(ctx, "lab", svc, nodes); err != nil {
+		t.Fatalf("Ensure with the annotation naming a load balancer that is gone: %v, want the Service's own used", err)
+	}
+	if written[loadbalancer.AnnotationLoadBalancerID] != own.ID {
+		t.Errorf("annotations written %v, want %s=%s", written, loadbalancer.AnnotationLoadBalancerID, own.ID)
+	}
+
+	fresh := svc.DeepCopy()
+	fresh.Name, fresh.UID = "new", "uid-new"
+	var inv *loadbalancer.InvalidAnnotationError
+	if _, err := env.m.Ensure(ctx, "lab", fresh, nodes); !errors.As(err, &inv) || !strings.Contains(err.Error(), "no such load balancer") {
+		t.Errorf("a new Service naming no load balancer: %v, want the annotation's error", err)
+	}
 }
