@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -280,5 +281,22 @@ func dropServices(t *testing.T, cp *framework.ControlPlane, ns string) {
 	for _, s := range list.Items {
 		_ = cp.Admin.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{})
 		_, _ = cp.Admin.CoreV1().Services(ns).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+}
+
+// dropService deletes Service name as its user would and waits until it is
+// gone (the upstream CCM has deleted its load balancer and released its
+// finalizer).
+func dropService(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ns, name string) {
+	t.Helper()
+	if err := cp.Admin.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Admin.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("Service %s/%s not deleted by the upstream CCM: %v; events: %s", ns, name, err, events(ctx, cp, ns, name))
 	}
 }
