@@ -156,7 +156,19 @@ func newScenario(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 	s.routerID = s.api.RouterID(ctx, t, "lab-router")
 	// Upstream's security groups and health monitors are on, as in most
 	// production clusters: Stackward must keep both.
-	s.conf = cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n\n[Route]\nrouter-id = %s\n", s.routerID))
+	//
+	// On the real lane upstream makes its load balancers one call at a
+	// time (its provider-requires-serial-api-calls, which Stackward warns
+	// about and ignores): the loaded lab's Octavia strands most fully
+	// populated creates (docs/reference/load-balancers.md, "A stuck load
+	// balancer"), upstream publishes those though they never serve, and the
+	// takeover must start from load balancers that do. On cloudsim upstream
+	// keeps its fully populated create.
+	serial := ""
+	if cloud.Name() == "openstack" {
+		serial = "provider-requires-serial-api-calls = true\n"
+	}
+	s.conf = cloud.CloudConf(t, fmt.Sprintf("[LoadBalancer]\nmanage-security-groups = true\ncreate-monitor = true\n%s\n[Route]\nrouter-id = %s\n", serial, s.routerID))
 	s.routeArgs = []string{"--allocate-node-cidrs", "--configure-cloud-routes", "--cluster-cidr=" + clusterCIDR, "--route-reconciliation-period=2s"}
 	return s
 }
