@@ -44,8 +44,8 @@ var otherPrograms = []string{
 	"flavor", "addon",
 	// helm
 	"set", "wait", "api-versions", "strict",
-	// openstack server create
-	"nic",
+	// openstack server create, openstack loadbalancer listener list
+	"nic", "loadbalancer",
 	// go test, apt-get, e2e/tools/build.sh
 	"tags", "no-install-recommends", "print-dir",
 }
