@@ -44,7 +44,9 @@ func (cp *ControlPlane) containerKubeconfig(ctx context.Context, t *testing.T, n
 		case v.Secret != nil:
 			var token []byte
 			var owner string
-			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			// The token controller fills a Secret made before its
+			// ServiceAccount only on a later pass: minutes on a loaded lab.
+			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 				s, err := cp.Admin.CoreV1().Secrets(ns).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
 				if err != nil {
 					return false, nil

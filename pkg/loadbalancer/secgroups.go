@@ -294,6 +294,11 @@ func (m *Manager) deleteSecurityGroup(ctx context.Context, svc *corev1.Service) 
 		}
 	}
 	if err := m.SecurityGroups.DeleteGroup(ctx, group.ID); err != nil {
+		if openstack.IsBusy(err) {
+			// Neutron's SecurityGroupInUse: a port took the group since the
+			// listing above. Progress: the next try lists the ports again.
+			return notReady(m.requeue(), ReasonApplyingChanges, "security group %s (%s) is still on a port; taking it off and deleting it again", name, group.ID)
+		}
 		return fmt.Errorf("delete security group %s (%s): %w", name, group.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", refOf(svc).String(), "securityGroup", name, "id", group.ID)

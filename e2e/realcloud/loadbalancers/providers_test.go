@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,7 +98,12 @@ func providerService(t *testing.T, cp *framework.ControlPlane, b framework.Backe
 		if err != nil {
 			t.Fatalf("service got no ingress: %v", err)
 		}
-		lbs := api.LoadBalancersNamed(ctx, t, lbName)
+		// A node's member change may still be settling: wait for ACTIVE.
+		var lbs []loadbalancers.LoadBalancer
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			lbs = api.LoadBalancersNamed(ctx, t, lbName)
+			return len(lbs) == 1 && lbs[0].ProvisioningStatus == "ACTIVE", nil
+		})
 		if len(lbs) != 1 {
 			t.Fatalf("%d load balancers named %s, want 1", len(lbs), lbName)
 		}
