@@ -160,6 +160,15 @@ func newControllerManagerOptions() (*options.CloudControllerManagerOptions, erro
 	// from 0.1 s to over 1 s of CPU before any controller starts, on the
 	// path of every node waiting to be initialized). Port 0 skips that.
 	s.WebhookServing.BindPort = 0
+	// k8s.io/cloud-provider's one service worker suits a CCM whose sync
+	// waits for the cloud to finish. Stackward's syncs never wait on
+	// Octavia (they come back when it has settled, pkg/loadbalancer's busy
+	// watch), so a worker is held only for the calls themselves, about a
+	// second each on a real cloud: with one, Services created together
+	// queue behind each other's calls. More workers send the calls of
+	// different Services side by side; a Service is never synced twice at
+	// once, and the calls per Service do not change.
+	s.ServiceController.ConcurrentServiceSyncs = DefaultConcurrentServiceSyncs
 	return s, nil
 }
 
@@ -176,6 +185,10 @@ func moduleVersion(path string) string {
 	}
 	return "unknown"
 }
+
+// DefaultConcurrentServiceSyncs is stackward-ccm's default for
+// --concurrent-service-syncs (k8s.io/cloud-provider's is 1).
+const DefaultConcurrentServiceSyncs = 4
 
 // RegionalProviderIDEnv is the upstream CCM's switch for providerIDs with
 // the region, openstack://<region>/<server uuid>: on when exactly "true"
