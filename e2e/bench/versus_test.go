@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stackward/stackward/e2e/framework"
+	"github.com/stackward/stackward/pkg/provider/app"
 )
 
 // versusNodes is how many (hollow) nodes back every load balancer.
@@ -77,12 +79,22 @@ func benchClouds(t *testing.T) []string {
 // lbFigures are one batch's measurements.
 type lbFigures struct {
 	FirstIngress, AllIngress, AllDeleted float64 // seconds
+	// FirstServing and AllServing are when the first and the last Service
+	// had an ingress whose load balancer Octavia shows ACTIVE with every
+	// listener ACTIVE; AllServing is -1 when not all did within
+	// servingGrace of the last ingress. NotServing counts those that did not.
+	FirstServing, AllServing float64
+	NotServing               int
 	// OctaviaCallsPerService is -1 when the cloud cannot count them.
 	OctaviaCallsPerService float64
 }
 
 func (f lbFigures) report() map[string]float64 {
-	out := map[string]float64{"first_ingress_seconds": f.FirstIngress, "all_ingress_seconds": f.AllIngress, "all_deleted_seconds": f.AllDeleted}
+	out := map[string]float64{"first_ingress_seconds": f.FirstIngress, "all_ingress_seconds": f.AllIngress, "all_deleted_seconds": f.AllDeleted,
+		"first_serving_seconds": f.FirstServing, "published_not_serving": float64(f.NotServing)}
+	if f.AllServing >= 0 {
+		out["all_serving_seconds"] = f.AllServing
+	}
 	if f.OctaviaCallsPerService >= 0 {
 		out["octavia_calls_per_service"] = f.OctaviaCallsPerService
 	}
@@ -91,6 +103,27 @@ func (f lbFigures) report() map[string]float64 {
 
 // versusCCMs are the two CCMs in the order they run.
 var versusCCMs = []string{"upstream", "stackward"}
+
+// lbCCMs are the CCMs the load balancer side-by-side runs on a cloud, in
+// order:
+//   - upstream: v1.36.0 as released (one service worker, a load balancer
+//     created in one fully populated call);
+//   - upstream-serial (the real cloud only): the same with
+//     provider-requires-serial-api-calls = true, its children created one
+//     call at a time, as an operator must run it where Octavia strands
+//     fully populated creates (the lab's Zed does on an idle machine);
+//   - stackward: as released (DefaultConcurrentServiceSyncs workers);
+//   - stackward-1-worker: --concurrent-service-syncs=1, upstream's count.
+func lbCCMs(cloud string) []string {
+	if cloud == "openstack" {
+		return []string{"upstream", "upstream-serial", "stackward", "stackward-1-worker"}
+	}
+	return []string{"upstream", "stackward", "stackward-1-worker"}
+}
+
+// servingGrace is how long after the last ingress a batch waits for every
+// load balancer to serve before it counts those that do not.
+const servingGrace = 45 * time.Second
 
 func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cloud framework.TestCloud, octavia octaviaCounter, sizes []int) {
 	conf := cloud.CloudConf(t, versusConf)
@@ -102,15 +135,17 @@ func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 		t.Cleanup(func() { _ = cp.Admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		cp.StartNode(t, framework.NodeOptions{Name: name, IP: framework.NodeIP(200 + i)})
 	}
+	serialConf := cloud.CloudConf(t, versusConf+"provider-requires-serial-api-calls = true\n")
+	ccms := lbCCMs(cloud.Name())
 	figures := map[string]map[int]lbFigures{}
-	for _, ccm := range versusCCMs {
-		stop := startVersusCCM(ctx, t, cp, ccm, conf)
+	for _, ccm := range ccms {
+		stop := startVersusCCM(ctx, t, cp, ccm, conf, serialConf)
 		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 			return countInitialized(ctx, cp.Admin, prefix) == versusNodes, nil
 		}); err != nil {
 			t.Fatalf("%s: %d of %d nodes initialized: %v", ccm, countInitialized(ctx, cp.Admin, prefix), versusNodes, err)
 		}
-		// One Service round trip, not measured, so that both CCMs are
+		// One Service round trip, not measured, so that every CCM is
 		// measured warm (controllers started, token and clients ready).
 		lbBatch(ctx, t, cp, api, octavia, fmt.Sprintf("vs-%s-%s-warmup", cloud.Name(), ccm), 1)
 		figures[ccm] = map[int]lbFigures{}
@@ -121,41 +156,68 @@ func versusOnCloud(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 		}
 		stop()
 	}
-	out := map[string]any{"nodes": versusNodes, "provider": "amphora", "health_monitors": true,
-		"upstream_version": "v1.36.0", "concurrent_service_syncs": 1}
+	out := map[string]any{"nodes": versusNodes, "provider": "amphora", "health_monitors": true, "upstream_version": "v1.36.0",
+		"concurrent_service_syncs": map[string]int{"upstream": 1, "upstream-serial": 1, "stackward": app.DefaultConcurrentServiceSyncs, "stackward-1-worker": 1}}
 	var table []string
 	for _, n := range sizes {
-		up, sw := figures["upstream"][n], figures["stackward"][n]
-		ratios := map[string]float64{}
-		for k, u := range up.report() {
-			if s, ok := sw.report()[k]; ok && u > 0 {
-				ratios[k] = s / u
+		batch := map[string]any{}
+		for _, ccm := range ccms {
+			batch[ccm] = figures[ccm][n].report()
+		}
+		// Each Stackward over each upstream, figure by figure.
+		for _, sw := range ccms {
+			if !strings.HasPrefix(sw, "stackward") {
+				continue
+			}
+			for _, up := range ccms {
+				if !strings.HasPrefix(up, "upstream") {
+					continue
+				}
+				ratios := map[string]float64{}
+				for k, u := range figures[up][n].report() {
+					if s, ok := figures[sw][n].report()[k]; ok && u > 0 && k != "published_not_serving" {
+						ratios[k] = s / u
+					}
+				}
+				batch[sw+"_over_"+up] = ratios
 			}
 		}
-		out[fmt.Sprintf("%d_services", n)] = map[string]any{"upstream": up.report(), "stackward": sw.report(), "stackward_over_upstream": ratios}
-		for _, ccm := range versusCCMs {
+		out[fmt.Sprintf("%d_services", n)] = batch
+		for _, ccm := range ccms {
 			f := figures[ccm][n]
-			calls := "not counted"
+			calls, serving := "not counted", "never"
 			if f.OctaviaCallsPerService >= 0 {
 				calls = fmt.Sprintf("%.1f", f.OctaviaCallsPerService)
 			}
-			table = append(table, fmt.Sprintf("| %s | %s | %d | %.2f s | %.2f s | %.2f s | %s |", cloud.Name(), ccm, n, f.FirstIngress, f.AllIngress, f.AllDeleted, calls))
+			if f.AllServing >= 0 {
+				serving = fmt.Sprintf("%.2f s", f.AllServing)
+			}
+			table = append(table, fmt.Sprintf("| %s | %s | %d | %.2f s | %.2f s | %s | %d | %.2f s | %s |",
+				cloud.Name(), ccm, n, f.FirstIngress, f.AllIngress, serving, f.NotServing, f.AllDeleted, calls))
 		}
 	}
 	put(t, "lb_versus_upstream_"+cloud.Name(), out)
-	t.Logf("\n| cloud | CCM | N | first ingress | all ingress | all deleted | Octavia calls/Service |\n|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	t.Logf("\n| cloud | CCM | N | first ingress | all ingress | all serving | published, not serving | all deleted | Octavia calls/Service |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
 
-// startVersusCCM starts one of versusCCMs with the same cluster name,
-// cloud.conf and controller defaults; stop ends it and returns when it has.
-func startVersusCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ccm, conf string) (stop func()) {
+// startVersusCCM starts one of lbCCMs with the same cluster name and
+// cloud.conf (serialConf for upstream-serial); stop ends it and returns
+// when it has.
+func startVersusCCM(ctx context.Context, t *testing.T, cp *framework.ControlPlane, ccm, conf, serialConf string) (stop func()) {
 	switch ccm {
-	case "upstream":
+	case "upstream", "upstream-serial":
+		if ccm == "upstream-serial" {
+			conf = serialConf
+		}
 		p := cp.StartUpstreamCCM(ctx, t, framework.UpstreamReleaseRBAC, conf, "--cluster-name=lab", "--leader-elect=false", "--secure-port=0",
 			"--use-service-account-credentials=false", "--node-monitor-period=2s")
 		return p.Stop
-	case "stackward":
-		stop, err := cp.RunCCM(ctx, conf)
+	case "stackward", "stackward-1-worker":
+		var extra []string
+		if ccm == "stackward-1-worker" {
+			extra = append(extra, "--concurrent-service-syncs=1")
+		}
+		stop, err := cp.RunCCM(ctx, conf, extra...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,8 +248,9 @@ func lbBatch(ctx context.Context, t *testing.T, cp *framework.ControlPlane, api 
 		_, err := cp.Admin.CoreV1().Services(ns).Create(ctx, framework.LBService(ns, names[i-1]), metav1.CreateOptions{})
 		return err
 	})
-	var f lbFigures
-	seen := map[string]bool{}
+	f := lbFigures{AllServing: -1}
+	seen, serving := map[string]bool{}, map[string]bool{}
+	var lastIngress, lastCloudLook time.Time
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := cp.Admin.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -199,14 +262,35 @@ func lbBatch(ctx context.Context, t *testing.T, cp *framework.ControlPlane, api 
 				if len(seen) == 1 {
 					f.FirstIngress = time.Since(start).Seconds()
 				}
+				if len(seen) == n {
+					f.AllIngress = time.Since(start).Seconds()
+					lastIngress = time.Now()
+				}
 			}
 		}
-		return len(seen) == n, nil
+		// Octavia is read at most four times a second, so that the
+		// bench's own calls do not slow the CCM's down.
+		if len(seen) > len(serving) && time.Since(lastCloudLook) >= 250*time.Millisecond {
+			lastCloudLook = time.Now()
+			for name := range api.serving(ctx, t, ns) {
+				if seen[name] && !serving[name] {
+					serving[name] = true
+					if len(serving) == 1 {
+						f.FirstServing = time.Since(start).Seconds()
+					}
+				}
+			}
+		}
+		if len(serving) == n {
+			f.AllServing = time.Since(start).Seconds()
+			return true, nil
+		}
+		return len(seen) == n && time.Since(lastIngress) > servingGrace, nil
 	})
 	if err != nil {
-		t.Fatalf("%s: %d of %d Services got an ingress: %v; events: %s", ns, len(seen), n, err, serviceEvents(ctx, cp, ns))
+		t.Fatalf("%s: %d of %d Services got an ingress, %d serve: %v; events: %s", ns, len(seen), n, len(serving), err, serviceEvents(ctx, cp, ns))
 	}
-	f.AllIngress = time.Since(start).Seconds()
+	f.NotServing = n - len(serving)
 
 	start = time.Now()
 	parallel(t, n, n, func(i int) error {
@@ -253,4 +337,46 @@ func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
 		t.Fatalf("list load balancers: %v", err)
 	}
 	return len(slices.DeleteFunc(all, func(lb loadbalancers.LoadBalancer) bool { return lb.ProvisioningStatus == "DELETED" }))
+}
+
+// serving names the Services of namespace ns whose load balancer (named
+// kube_service_lab_<ns>_<name> by both CCMs) Octavia shows ACTIVE with at
+// least one listener and every listener ACTIVE: a load balancer that
+// serves, not one whose create Octavia stranded.
+func (w *lbWatcher) serving(ctx context.Context, t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	lbPages, err := loadbalancers.List(w.api.Octavia, loadbalancers.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("list load balancers: %v", err)
+	}
+	lbs, err := loadbalancers.ExtractLoadBalancers(lbPages)
+	if err != nil {
+		t.Fatalf("list load balancers: %v", err)
+	}
+	lPages, err := listeners.List(w.api.Octavia, listeners.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("list listeners: %v", err)
+	}
+	ls, err := listeners.ExtractListeners(lPages)
+	if err != nil {
+		t.Fatalf("list listeners: %v", err)
+	}
+	active, idle := map[string]int{}, map[string]bool{}
+	for _, l := range ls {
+		for _, lb := range l.Loadbalancers {
+			if l.ProvisioningStatus == "ACTIVE" {
+				active[lb.ID]++
+			} else {
+				idle[lb.ID] = true
+			}
+		}
+	}
+	prefix := "kube_service_lab_" + ns + "_"
+	out := map[string]bool{}
+	for _, lb := range lbs {
+		if name, ok := strings.CutPrefix(lb.Name, prefix); ok && lb.ProvisioningStatus == "ACTIVE" && active[lb.ID] > 0 && !idle[lb.ID] {
+			out[name] = true
+		}
+	}
+	return out
 }
