@@ -81,8 +81,8 @@ type lbFigures struct {
 	FirstIngress, AllIngress, AllDeleted float64 // seconds
 	// FirstServing and AllServing are when the first and the last Service
 	// had an ingress whose load balancer Octavia shows ACTIVE with every
-	// listener ACTIVE; AllServing is -1 when not all did within
-	// servingGrace of the last ingress. NotServing counts those that did not.
+	// listener ACTIVE; -1 when none, or not all, did within servingGrace
+	// of the last ingress. NotServing counts those that did not.
 	FirstServing, AllServing float64
 	NotServing               int
 	// OctaviaCallsPerService is -1 when the cloud cannot count them.
@@ -91,7 +91,10 @@ type lbFigures struct {
 
 func (f lbFigures) report() map[string]float64 {
 	out := map[string]float64{"first_ingress_seconds": f.FirstIngress, "all_ingress_seconds": f.AllIngress, "all_deleted_seconds": f.AllDeleted,
-		"first_serving_seconds": f.FirstServing, "published_not_serving": float64(f.NotServing)}
+		"published_not_serving": float64(f.NotServing)}
+	if f.FirstServing >= 0 {
+		out["first_serving_seconds"] = f.FirstServing
+	}
 	if f.AllServing >= 0 {
 		out["all_serving_seconds"] = f.AllServing
 	}
@@ -248,7 +251,7 @@ func lbBatch(ctx context.Context, t *testing.T, cp *framework.ControlPlane, api 
 		_, err := cp.Admin.CoreV1().Services(ns).Create(ctx, framework.LBService(ns, names[i-1]), metav1.CreateOptions{})
 		return err
 	})
-	f := lbFigures{AllServing: -1}
+	f := lbFigures{FirstServing: -1, AllServing: -1}
 	seen, serving := map[string]bool{}, map[string]bool{}
 	var lastIngress, lastCloudLook time.Time
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
