@@ -80,8 +80,7 @@ func benchClouds(t *testing.T) []string {
 type lbFigures struct {
 	FirstIngress, AllIngress, AllDeleted float64 // seconds
 	// FirstServing and AllServing are when the first and the last Service
-	// had an ingress whose load balancer Octavia shows ACTIVE with every
-	// listener ACTIVE; -1 when none, or not all, did within servingGrace
+	// had an ingress whose load balancer serves (lbWatcher.serving); -1 when none, or not all, did within servingGrace
 	// of the last ingress. NotServing counts those that did not.
 	FirstServing, AllServing float64
 	NotServing               int
@@ -343,9 +342,9 @@ func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
 }
 
 // serving names the Services of namespace ns whose load balancer (named
-// kube_service_lab_<ns>_<name> by both CCMs) Octavia shows ACTIVE with at
-// least one listener and every listener ACTIVE: a load balancer that
-// serves, not one whose create Octavia stranded.
+// kube_service_lab_<ns>_<name> by both CCMs) Octavia shows provisioned
+// with at least one listener and every listener provisioned: a load
+// balancer that serves, not one whose create Octavia stranded.
 func (w *lbWatcher) serving(ctx context.Context, t *testing.T, ns string) map[string]bool {
 	t.Helper()
 	lbPages, err := loadbalancers.List(w.api.Octavia, loadbalancers.ListOpts{}).AllPages(ctx)
@@ -364,22 +363,28 @@ func (w *lbWatcher) serving(ctx context.Context, t *testing.T, ns string) map[st
 	if err != nil {
 		t.Fatalf("list listeners: %v", err)
 	}
-	active, idle := map[string]int{}, map[string]bool{}
+	made, unmade := map[string]int{}, map[string]bool{}
 	for _, l := range ls {
 		for _, lb := range l.Loadbalancers {
-			if l.ProvisioningStatus == "ACTIVE" {
-				active[lb.ID]++
+			if provisioned(l.ProvisioningStatus) {
+				made[lb.ID]++
 			} else {
-				idle[lb.ID] = true
+				unmade[lb.ID] = true
 			}
 		}
 	}
 	prefix := "kube_service_lab_" + ns + "_"
 	out := map[string]bool{}
 	for _, lb := range lbs {
-		if name, ok := strings.CutPrefix(lb.Name, prefix); ok && lb.ProvisioningStatus == "ACTIVE" && active[lb.ID] > 0 && !idle[lb.ID] {
+		if name, ok := strings.CutPrefix(lb.Name, prefix); ok && provisioned(lb.ProvisioningStatus) && made[lb.ID] > 0 && !unmade[lb.ID] {
 			out[name] = true
 		}
 	}
 	return out
+}
+
+// provisioned: Octavia has made the object; ACTIVE, or PENDING_UPDATE
+// while a later change (a monitor, a member) is applied beside traffic.
+func provisioned(status string) bool {
+	return status == "ACTIVE" || status == "PENDING_UPDATE"
 }
