@@ -2,10 +2,8 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -24,17 +22,10 @@ var _ Compute = (*ServerCache)(nil)
 // Servers returned share their maps with the cache: treat them as read-only.
 type ServerCache struct {
 	compute Compute
-	ttl     time.Duration
-	now     func() time.Time
-
-	mu         sync.Mutex
-	cur        *serverSnapshot
-	refreshing chan struct{} // closed when the running refresh ends
+	servers *sharedReading[*serverSnapshot]
 }
 
 type serverSnapshot struct {
-	at     time.Time
-	err    error
 	list   []Server // in the cloud's order
 	byID   map[string]*Server
 	byName map[string][]*Server
@@ -45,13 +36,15 @@ func NewServerCache(compute Compute, ttl time.Duration) *ServerCache {
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
-	return &ServerCache{compute: compute, ttl: ttl, now: time.Now}
+	c := &ServerCache{compute: compute}
+	c.servers = newSharedReading(ttl, c.read)
+	return c
 }
 
 // GetServer returns the server from the listing, or from a direct GET when
 // the listing does not have it (a server created since).
 func (c *ServerCache) GetServer(ctx context.Context, id string) (*Server, error) {
-	snap, err := c.snapshot(ctx)
+	snap, err := c.servers.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("get server %q: %w", id, err)
 	}
@@ -71,7 +64,7 @@ func (c *ServerCache) ListServers(ctx context.Context, opts ListServersOpts) ([]
 	if opts != (ListServersOpts{}) {
 		return c.compute.ListServers(ctx, opts)
 	}
-	snap, err := c.snapshot(ctx)
+	snap, err := c.servers.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list servers: %w", err)
 	}
@@ -81,7 +74,7 @@ func (c *ServerCache) ListServers(ctx context.Context, opts ListServersOpts) ([]
 // serversNamed makes ServerForNode use the listing for name lookups; a name
 // the listing does not know is asked of the cloud.
 func (c *ServerCache) serversNamed(ctx context.Context, name string) ([]Server, error) {
-	snap, err := c.snapshot(ctx)
+	snap, err := c.servers.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,60 +89,21 @@ func (c *ServerCache) serversNamed(ctx context.Context, name string) ([]Server, 
 }
 
 // Invalidate drops the listing, e.g. after the caller changed a server.
-func (c *ServerCache) Invalidate() {
-	c.mu.Lock()
-	c.cur = nil
-	c.mu.Unlock()
-}
+func (c *ServerCache) Invalidate() { c.servers.invalidate() }
 
-// snapshot returns a listing younger than the TTL, refreshing it when
-// needed; concurrent callers share one refresh.
-func (c *ServerCache) snapshot(ctx context.Context) (*serverSnapshot, error) {
-	c.mu.Lock()
-	for {
-		if s := c.cur; s != nil && c.now().Sub(s.at) < c.ttl {
-			c.mu.Unlock()
-			return s, s.err
-		}
-		wait := c.refreshing
-		if wait == nil {
-			break
-		}
-		c.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		c.mu.Lock()
-	}
-	done := make(chan struct{})
-	c.refreshing = done
-	c.mu.Unlock()
-
-	at := c.now()
+// read lists the servers and indexes them.
+func (c *ServerCache) read(ctx context.Context) (*serverSnapshot, error) {
 	list, err := c.compute.ListServers(ctx, ListServersOpts{})
-	snap := &serverSnapshot{at: at, err: err}
-	if err == nil {
-		snap.list = list
-		snap.byID = make(map[string]*Server, len(list))
-		snap.byName = make(map[string][]*Server, len(list))
-		for i := range list {
-			s := &list[i]
-			snap.byID[s.ID] = s
-			if !gone(s.Status) {
-				snap.byName[s.Name] = append(snap.byName[s.Name], s)
-			}
+	if err != nil {
+		return nil, err
+	}
+	snap := &serverSnapshot{list: list, byID: make(map[string]*Server, len(list)), byName: make(map[string][]*Server, len(list))}
+	for i := range list {
+		s := &list[i]
+		snap.byID[s.ID] = s
+		if !gone(s.Status) {
+			snap.byName[s.Name] = append(snap.byName[s.Name], s)
 		}
 	}
-
-	c.mu.Lock()
-	// The caller giving up says nothing about the cloud: do not remember it.
-	if !(err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))) {
-		c.cur = snap
-	}
-	c.refreshing = nil
-	close(done)
-	c.mu.Unlock()
-	return snap, err
+	return snap, nil
 }

@@ -8,4 +8,4 @@ func (w *CredentialWatch) SetClock(now func() time.Time) { w.now = now }
 
 // SetClock replaces the cache's clock, so that a test moves time past
 // the TTL.
-func (c *ServerCache) SetClock(now func() time.Time) { c.now = now }
+func (c *ServerCache) SetClock(now func() time.Time) { c.servers.now = now }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -43,18 +42,7 @@ type ServerTrunks struct {
 type TrunkCache struct {
 	neutron   ProjectTrunkLister
 	projectID string
-	ttl       time.Duration
-	now       func() time.Time
-
-	mu         sync.Mutex
-	cur        *trunkSnapshot
-	refreshing chan struct{}
-}
-
-type trunkSnapshot struct {
-	at       time.Time
-	err      error
-	byServer map[string]*ServerTrunks
+	byServer  *sharedReading[map[string]*ServerTrunks]
 }
 
 // NewTrunkCache caches the trunks of projectID ("" for what the
@@ -63,56 +51,21 @@ func NewTrunkCache(neutron ProjectTrunkLister, projectID string, ttl time.Durati
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
-	return &TrunkCache{neutron: neutron, projectID: projectID, ttl: ttl, now: time.Now}
+	c := &TrunkCache{neutron: neutron, projectID: projectID}
+	c.byServer = newSharedReading(ttl, c.read)
+	return c
 }
 
 // OfServer returns the trunks on the server's ports (none: a zero value).
 func (c *TrunkCache) OfServer(ctx context.Context, serverID string) (ServerTrunks, error) {
-	snap, err := c.snapshot(ctx)
+	byServer, err := c.byServer.get(ctx)
 	if err != nil {
 		return ServerTrunks{}, fmt.Errorf("trunks of server %s: %w", serverID, err)
 	}
-	if t := snap.byServer[serverID]; t != nil {
+	if t := byServer[serverID]; t != nil {
 		return *t, nil
 	}
 	return ServerTrunks{}, nil
-}
-
-func (c *TrunkCache) snapshot(ctx context.Context) (*trunkSnapshot, error) {
-	c.mu.Lock()
-	for {
-		if s := c.cur; s != nil && c.now().Sub(s.at) < c.ttl {
-			c.mu.Unlock()
-			return s, s.err
-		}
-		wait := c.refreshing
-		if wait == nil {
-			break
-		}
-		c.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		c.mu.Lock()
-	}
-	done := make(chan struct{})
-	c.refreshing = done
-	c.mu.Unlock()
-
-	snap := &trunkSnapshot{at: c.now()}
-	snap.byServer, snap.err = c.read(ctx)
-
-	c.mu.Lock()
-	// The caller giving up says nothing about the cloud: do not remember it.
-	if !(snap.err != nil && ctx.Err() != nil) {
-		c.cur = snap
-	}
-	c.refreshing = nil
-	close(done)
-	c.mu.Unlock()
-	return snap, snap.err
 }
 
 func (c *TrunkCache) read(ctx context.Context) (map[string]*ServerTrunks, error) {
