@@ -78,6 +78,37 @@ func main() {
 	}
 }
 
+// bootstrapAttempts and bootstrapPause bound how often a failed TLS
+// bootstrap is tried again.
+const (
+	bootstrapAttempts = 6
+	bootstrapPause    = 5 * time.Second
+)
+
+// bootstrapClientCert is the kubelet's TLS bootstrap, tried again after a
+// failure the way systemd restarts a kubelet that exits (kubeadm's unit:
+// Restart=always): a CSR create that a loaded apiserver answers with
+// "etcdserver: request timed out" delays the node's join, as on a real
+// host, rather than ending it.
+func bootstrapClientCert(ctx context.Context, c config) error {
+	var err error
+	for attempt := 1; attempt <= bootstrapAttempts; attempt++ {
+		if err = bootstrap.LoadClientCert(ctx, c.kubeconfig, c.bootstrapKubeconfig, c.certDir, types.NodeName(c.nodeName)); err == nil {
+			return nil
+		}
+		klog.ErrorS(err, "TLS bootstrap failed", "attempt", attempt, "of", bootstrapAttempts)
+		if attempt == bootstrapAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(bootstrapPause):
+		}
+	}
+	return err
+}
+
 func run(ctx context.Context, c config) error {
 	if c.nodeName == "" || c.nodeIP == "" || c.kubeconfig == "" || c.rootDir == "" {
 		return errors.New("--name, --node-ip, --kubeconfig and --root-dir are required")
@@ -91,7 +122,7 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	if c.bootstrapKubeconfig != "" {
-		if err := bootstrap.LoadClientCert(ctx, c.kubeconfig, c.bootstrapKubeconfig, c.certDir, types.NodeName(c.nodeName)); err != nil {
+		if err := bootstrapClientCert(ctx, c); err != nil {
 			return fmt.Errorf("bootstrap client certificate: %w", err)
 		}
 	}
