@@ -330,6 +330,12 @@ func lbBatch(ctx context.Context, t *testing.T, cp *framework.ControlPlane, api 
 // live is how many load balancers the project has that are not DELETED.
 func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
 	t.Helper()
+	return len(slices.DeleteFunc(w.loadBalancers(ctx, t), func(lb loadbalancers.LoadBalancer) bool { return lb.ProvisioningStatus == "DELETED" }))
+}
+
+// loadBalancers lists the project's load balancers.
+func (w *lbWatcher) loadBalancers(ctx context.Context, t *testing.T) []loadbalancers.LoadBalancer {
+	t.Helper()
 	pages, err := loadbalancers.List(w.api.Octavia, loadbalancers.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		t.Fatalf("list load balancers: %v", err)
@@ -338,7 +344,7 @@ func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
 	if err != nil {
 		t.Fatalf("list load balancers: %v", err)
 	}
-	return len(slices.DeleteFunc(all, func(lb loadbalancers.LoadBalancer) bool { return lb.ProvisioningStatus == "DELETED" }))
+	return all
 }
 
 // serving names the Services of namespace ns whose load balancer (named
@@ -347,14 +353,7 @@ func (w *lbWatcher) live(ctx context.Context, t *testing.T) int {
 // balancer that serves, not one whose create Octavia stranded.
 func (w *lbWatcher) serving(ctx context.Context, t *testing.T, ns string) map[string]bool {
 	t.Helper()
-	lbPages, err := loadbalancers.List(w.api.Octavia, loadbalancers.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		t.Fatalf("list load balancers: %v", err)
-	}
-	lbs, err := loadbalancers.ExtractLoadBalancers(lbPages)
-	if err != nil {
-		t.Fatalf("list load balancers: %v", err)
-	}
+	lbs := w.loadBalancers(ctx, t)
 	lPages, err := listeners.List(w.api.Octavia, listeners.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		t.Fatalf("list listeners: %v", err)
